@@ -1,0 +1,20 @@
+# Finds standalone Asio (header-only; Debian: libasio-dev) and defines Asio::Asio.
+find_path(Asio_INCLUDE_DIR NAMES asio.hpp)
+if(Asio_INCLUDE_DIR AND EXISTS "${Asio_INCLUDE_DIR}/asio/version.hpp")
+    file(STRINGS "${Asio_INCLUDE_DIR}/asio/version.hpp" _asio_version_line REGEX "^#define ASIO_VERSION [0-9]+")
+    string(REGEX REPLACE "^#define ASIO_VERSION ([0-9]+).*" "\\1" _asio_version "${_asio_version_line}")
+    math(EXPR _major "${_asio_version} / 100000")
+    math(EXPR _minor "${_asio_version} / 100 % 1000")
+    math(EXPR _patch "${_asio_version} % 100")
+    set(Asio_VERSION "${_major}.${_minor}.${_patch}")
+endif()
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(Asio REQUIRED_VARS Asio_INCLUDE_DIR VERSION_VAR Asio_VERSION)
+if(Asio_FOUND AND NOT TARGET Asio::Asio)
+    find_package(Threads REQUIRED)
+    add_library(Asio::Asio INTERFACE IMPORTED)
+    set_target_properties(Asio::Asio PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${Asio_INCLUDE_DIR}"
+        INTERFACE_COMPILE_DEFINITIONS "ASIO_NO_DEPRECATED"
+        INTERFACE_LINK_LIBRARIES Threads::Threads)
+endif()
+mark_as_advanced(Asio_INCLUDE_DIR)

@@ -1,0 +1,2 @@
+#include <cronoq/cronoq.hpp>
+int main() {}

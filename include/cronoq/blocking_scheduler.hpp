@@ -1,0 +1,113 @@
+#pragma once
+// BlockingScheduler: a synchronous facade for code without an event loop.
+#include <cronoq/detail/builder_base.hpp>
+#include <cronoq/scheduler.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace cronoq {
+
+/// A handle whose waits block the calling thread. Never call `get` from a
+/// thread that runs the scheduler's io_context: it would wait on itself.
+template <class O>
+class BlockingHandle {
+public:
+    explicit BlockingHandle(TaskHandle<O> handle) : handle_(std::move(handle)) {}
+    TaskId id() const { return handle_.id(); }
+    TaskStatus status() const { return handle_.status(); }
+    bool cancel() { return handle_.cancel(); }
+    /// Blocks until the task ends; its output, or throws TaskFailure.
+    std::shared_ptr<const O> get() { return std::static_pointer_cast<const O>(*handle_.state()->wait_blocking(std::nullopt)); }
+    /// As `get`, but empty if the task has not ended within `d`.
+    std::optional<std::shared_ptr<const O>> get_for(std::chrono::nanoseconds d) {
+        auto out = handle_.state()->wait_blocking(d);
+        if (!out) return std::nullopt;
+        return std::static_pointer_cast<const O>(*out);
+    }
+    const TaskHandle<O>& handle() const { return handle_; }
+
+private:
+    TaskHandle<O> handle_;
+};
+
+/// Owns an io_context and its threads (default 1) and a Scheduler on it.
+/// Destroying it shuts down with zero grace and joins the threads.
+template <class P, class O>
+class BlockingScheduler {
+public:
+    class Builder : public detail::BuilderBase<Builder, P, O> {
+    public:
+        /// Threads running the io_context (at least 1).
+        Builder& threads(std::size_t n) { threads_ = n == 0 ? 1 : n; return *this; }
+        /// Throws ConfigError naming the field.
+        BlockingScheduler build() const {
+            auto io = std::make_unique<asio::io_context>();
+            auto core = this->build_core(io->get_executor());
+            return BlockingScheduler(std::move(io), std::move(core), threads_);
+        }
+
+    private:
+        std::size_t threads_ = 1;
+    };
+
+    static Builder builder() { return Builder{}; }
+
+    BlockingScheduler(BlockingScheduler&&) noexcept = default;
+    BlockingScheduler& operator=(BlockingScheduler&&) noexcept = default;
+    ~BlockingScheduler() {
+        if (!state_) return;
+        shutdown(std::chrono::nanoseconds(0));
+    }
+
+    /// Submits; throws SubmitException on an error.
+    BlockingHandle<O> submit(Task<P> task) { return BlockingHandle<O>(state_->scheduler.try_submit(std::move(task)).value()); }
+    SubmitResult<BlockingHandle<O>> try_submit(Task<P> task) {
+        auto r = state_->scheduler.try_submit(std::move(task));
+        if (!r) return {r.error(), r.message()};
+        return BlockingHandle<O>(std::move(r).value());
+    }
+    bool cancel(TaskRef ref) { return state_->scheduler.cancel(std::move(ref)); }
+    std::optional<TaskStatus> status(TaskRef ref) const { return state_->scheduler.status(std::move(ref)); }
+    EventStream subscribe() { return state_->scheduler.subscribe(); }
+    const Scheduler<P, O>& scheduler() const { return state_->scheduler; }
+
+    /// As `Scheduler::shutdown`, blocking; then stops and joins the threads.
+    /// Idempotent.
+    void shutdown(std::chrono::nanoseconds grace) {
+        if (state_->threads.empty()) return;
+        auto done = asio::co_spawn(*state_->io, state_->scheduler.shutdown(grace), asio::use_future);
+        done.get();
+        state_->guard.reset();
+        for (auto& t : state_->threads) t.join();
+        state_->threads.clear();
+    }
+
+private:
+    struct State {
+        State(std::unique_ptr<asio::io_context> i, Scheduler<P, O> s)
+            : io(std::move(i)), scheduler(std::move(s)), guard(asio::make_work_guard(*io)) {}
+        std::unique_ptr<asio::io_context> io;
+        Scheduler<P, O> scheduler;
+        asio::executor_work_guard<asio::io_context::executor_type> guard;
+        std::vector<std::thread> threads;
+    };
+
+    BlockingScheduler(std::unique_ptr<asio::io_context> io, std::shared_ptr<detail::SchedulerCore> core, std::size_t threads)
+        : state_(std::make_unique<State>(std::move(io), Scheduler<P, O>(std::move(core)))) {
+        for (std::size_t i = 0; i < threads; ++i) state_->threads.emplace_back([io = state_->io.get()] { io->run(); });
+    }
+
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace cronoq

@@ -1,0 +1,58 @@
+#pragma once
+// What the engine asks its driver to do. Drained after every engine call.
+#include <cronoq/core/task_spec.hpp>
+#include <cronoq/core/time.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace cronoq::core {
+
+/// Start attempt `attempt` of `task` under the fresh lease `lease`.
+struct Dispatch {
+    TaskId task;
+    LeaseId lease;
+    PoolId pool;
+    std::uint32_t attempt;
+};
+
+enum class AbortReason : std::uint8_t { Cancelled, Timeout, LeaseExpired, Shutdown };
+std::string_view to_string(AbortReason r);
+
+/// The engine has abandoned this attempt: its slot is already free, and any
+/// later report for `lease` is ignored. The driver stops the attempt.
+struct Abort {
+    TaskId task;
+    LeaseId lease;
+    PoolId pool;
+    AbortReason reason;
+};
+
+/// A status transition of a task. Terminal ones carry the last error, if any.
+struct Status {
+    TaskId task;
+    PoolId pool;
+    TaskStatus status;
+    std::uint32_t attempt;  ///< attempts started so far
+    Time at;
+    std::string message;
+};
+
+/// The pool's capacity is now `capacity` (autoscaling).
+struct ScaleTo {
+    PoolId pool;
+    std::size_t capacity;
+};
+
+/// A bounded pool has room again for a waiting submitter.
+struct SpaceAvailable {
+    PoolId pool;
+};
+
+using Action = std::variant<Dispatch, Abort, Status, ScaleTo, SpaceAvailable>;
+
+}  // namespace cronoq::core

@@ -1,0 +1,118 @@
+#pragma once
+// The scheduling engine: a deterministic, single-threaded, sans-IO state
+// machine (SPEC §1). It reads no clock, starts no thread and never sees a
+// payload. Every call takes `now`; the answers are actions, drained with
+// `drain()`. Not thread-safe: its owner serializes calls.
+#include <cronoq/core/action.hpp>
+#include <cronoq/core/task_spec.hpp>
+#include <cronoq/core/time.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/submit_error.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cronoq::core {
+
+/// Per-pool figures since the engine started.
+struct PoolCounters {
+    std::size_t capacity = 0;
+    std::size_t running = 0;   ///< attempts holding a live lease
+    std::size_t ready = 0;     ///< queued for a slot
+    std::size_t retrying = 0;  ///< in backoff
+    std::uint64_t submitted = 0;
+    std::uint64_t dispatched = 0;
+    std::uint64_t succeeded = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t dead_lettered = 0;
+    std::uint64_t cancelled = 0;
+    std::uint64_t retried = 0;
+    std::uint64_t timed_out = 0;
+    std::uint64_t lease_expired = 0;
+};
+
+class Engine {
+public:
+    /// Throws ConfigError naming the field on a bad constant.
+    explicit Engine(EngineConfig config = {});
+    ~Engine();
+    Engine(Engine&&) noexcept;
+    Engine& operator=(Engine&&) noexcept;
+
+    /// Adds a pool; ids are dense, in order. Throws ConfigError (empty or
+    /// duplicate name, zero or negative durations, bad retry policy).
+    PoolId add_pool(PoolConfig config);
+    std::optional<PoolId> find_pool(std::string_view name) const;
+    std::size_t pool_count() const;
+    const PoolConfig& pool_config(PoolId pool) const;
+
+    /// Interns a kind name; the same name always gives the same id.
+    KindId intern_kind(std::string_view name);
+    const std::string& kind_name(KindId kind) const;
+
+    /// Admits a task (status Ready, or dispatched at once if its pool has a
+    /// free slot). Errors: UnknownPool, ShuttingDown, Invalid (bad timeout,
+    /// retry policy or kind); a rejected task leaves no trace.
+    SubmitResult<TaskId> submit(const TaskSpec& spec, Time now);
+
+    /// Reports the end of the attempt holding `lease`. Returns false, and
+    /// changes nothing but the late-report count, when the lease is not live
+    /// (already completed, aborted or expired).
+    bool complete(LeaseId lease, const Outcome& outcome, Time now);
+
+    /// Keeps a live lease alive for another `lease_ttl`. False (and counted
+    /// as late) for a lease that is not live.
+    bool heartbeat(LeaseId lease, Time now);
+
+    /// Cancels a task that is not terminal: a queued or retrying one ends
+    /// `Cancelled` at once; a running one is aborted (`Abort{Cancelled}`)
+    /// and ends `Cancelled`. False if unknown or already terminal.
+    bool cancel(TaskId task, Time now);
+
+    /// Sets a pool's concurrency. Lowering it never aborts a running
+    /// attempt: surplus slots retire as attempts end.
+    void set_capacity(PoolId pool, std::size_t capacity, Time now);
+
+    /// Processes everything due at `now` (timeouts, lease expiries, ends of
+    /// backoff, the shutdown grace) and dispatches what can run.
+    void tick(Time now);
+
+    /// Stops admitting; every task that is not running ends `Cancelled`
+    /// ("shutdown"). Running attempts may finish until `grace_end`, then are
+    /// aborted (`Abort{Shutdown}`) and end `Cancelled`. A retryable failure
+    /// during the grace is not retried: the task ends `Cancelled` with the
+    /// error's message. Calling again can only shorten the grace.
+    void shutdown(Time now, Time grace_end);
+    bool is_shutting_down() const;
+
+    /// When `tick` next has work; empty when nothing is timed.
+    std::optional<Time> next_wakeup() const;
+
+    /// A live or retained task's status; empty once forgotten.
+    std::optional<TaskStatus> status(TaskId task) const;
+
+    /// Moves the pending actions into `out` (cleared first), in the order
+    /// they happened. Buffers are swapped, so reusing `out` avoids allocation.
+    void drain(std::vector<Action>& out);
+    bool has_actions() const;
+
+    PoolCounters counters(PoolId pool) const;
+    /// Tasks not yet terminal, over all pools.
+    std::size_t live_tasks() const;
+    /// Terminal tasks still retained.
+    std::size_t retained_tasks() const;
+    /// Reports (completions, heartbeats) for leases that were not live.
+    std::uint64_t late_reports() const;
+
+private:
+    struct State;
+    std::unique_ptr<State> s_;
+};
+
+}  // namespace cronoq::core

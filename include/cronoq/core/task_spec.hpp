@@ -1,0 +1,62 @@
+#pragma once
+// What the engine knows of pools and tasks: metadata only, never payloads.
+#include <cronoq/core/time.hpp>
+#include <cronoq/priority.hpp>
+#include <cronoq/retry_policy.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cronoq::core {
+
+/// Dense index of a pool in its engine, in the order pools were added.
+using PoolId = std::uint32_t;
+/// Dense index of an interned kind name (`Engine::intern_kind`); 0 is "".
+using KindId = std::uint32_t;
+
+struct PoolConfig {
+    std::string name;
+    std::size_t capacity = 1;  ///< concurrent attempts at start
+    RetryPolicy retry{};       ///< default for tasks without a policy
+    std::optional<Duration> default_timeout;
+    std::optional<Duration> lease_ttl;      ///< heartbeat interval an attempt must keep
+    Duration default_duration = std::chrono::seconds(1);  ///< expected run time before any is learned
+};
+
+struct EngineConfig {
+    PriorityConfig priority{};
+    UrgencyConfig urgency{};
+    Duration retention = std::chrono::minutes(5);  ///< how long terminal tasks stay visible
+    std::size_t retention_max = 100000;            ///< and at most how many
+    std::uint64_t seed = 0;                        ///< of the backoff jitter generator
+};
+
+struct TaskSpec {
+    PoolId pool = 0;
+    Priority priority = Priority::Normal;
+    KindId kind = 0;
+    std::optional<Time> deadline;        ///< soft: raises urgency near the latest start
+    std::optional<Duration> duration_hint;
+    std::optional<Duration> timeout;     ///< per attempt; else the pool's default
+    std::optional<RetryPolicy> retry;    ///< else the pool's policy
+};
+
+/// How an attempt ended, as reported by its executor.
+struct Outcome {
+    enum class Kind : std::uint8_t { Success, Retryable, Permanent, Cancelled };
+    Kind kind = Kind::Success;
+    std::string message;
+    std::optional<Duration> retry_after;  ///< floor on the next backoff delay
+
+    static Outcome success() { return {}; }
+    static Outcome retryable(std::string m, std::optional<Duration> after = std::nullopt) {
+        return {Kind::Retryable, std::move(m), after};
+    }
+    static Outcome permanent(std::string m) { return {Kind::Permanent, std::move(m), std::nullopt}; }
+    static Outcome cancelled(std::string m = "cancelled") { return {Kind::Cancelled, std::move(m), std::nullopt}; }
+};
+
+}  // namespace cronoq::core

@@ -1,0 +1,25 @@
+#pragma once
+// The umbrella header: everything a cronoq user needs.
+#include <cronoq/blocking_scheduler.hpp>
+#include <cronoq/cancellation_token.hpp>
+#include <cronoq/clock.hpp>
+#include <cronoq/config_error.hpp>
+#include <cronoq/event_stream.hpp>
+#include <cronoq/executor.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/logging.hpp>
+#include <cronoq/manual_clock.hpp>
+#include <cronoq/offload.hpp>
+#include <cronoq/pool.hpp>
+#include <cronoq/priority.hpp>
+#include <cronoq/result.hpp>
+#include <cronoq/retry_policy.hpp>
+#include <cronoq/scheduler.hpp>
+#include <cronoq/status_event.hpp>
+#include <cronoq/submit_error.hpp>
+#include <cronoq/task.hpp>
+#include <cronoq/task_context.hpp>
+#include <cronoq/task_error.hpp>
+#include <cronoq/task_failure.hpp>
+#include <cronoq/task_handle.hpp>
+#include <cronoq/task_status.hpp>

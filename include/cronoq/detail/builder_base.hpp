@@ -1,0 +1,47 @@
+#pragma once
+// The options shared by Scheduler::Builder and BlockingScheduler::Builder.
+#include <cronoq/clock.hpp>
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/pool.hpp>
+#include <cronoq/priority.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace cronoq::detail {
+
+template <class Self, class P, class O>
+class BuilderBase {
+public:
+    /// Declares a pool; at least one is required, names unique.
+    Self& pool(Pool<P, O> p) { pools_.push_back(std::move(p).definition()); return self(); }
+    Self& priority(PriorityConfig c) { options_.engine.priority = c; return self(); }
+    Self& urgency(UrgencyConfig c) { options_.engine.urgency = c; return self(); }
+    /// How long terminal tasks stay visible to `status()` (default 5 min).
+    Self& retention(std::chrono::nanoseconds d) { options_.engine.retention = d; return self(); }
+    Self& retention_max(std::size_t n) { options_.engine.retention_max = n; return self(); }
+    /// Seed of the backoff jitter: the same seed gives the same delays.
+    Self& seed(std::uint64_t s) { options_.engine.seed = s; return self(); }
+    /// Default: `Clock::steady()`. Tests pass a `ManualClock`.
+    Self& clock(std::shared_ptr<Clock> c) { options_.clock = std::move(c); return self(); }
+    /// Threads of the pool for blocking work (0: hardware concurrency, >= 2).
+    Self& blocking_threads(std::size_t n) { options_.blocking_threads = n; return self(); }
+    /// Capacity of each subscriber's event queue (default 4096).
+    Self& event_capacity(std::size_t n) { options_.event_capacity = n; return self(); }
+
+protected:
+    std::shared_ptr<SchedulerCore> build_core(asio::any_io_executor ex) const {
+        return SchedulerCore::create(std::move(ex), options_, pools_);
+    }
+
+private:
+    Self& self() { return static_cast<Self&>(*this); }
+    SchedulerOptions options_;
+    std::vector<PoolDefinition> pools_;
+};
+
+}  // namespace cronoq::detail

@@ -1,0 +1,49 @@
+#pragma once
+// The shared state behind a CancellationToken and TaskContext::cancelled().
+#include <cronoq/detail/wait_list.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace cronoq::detail {
+
+class CancelState {
+public:
+    bool is_cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
+    void on_cancel(std::function<void()> callback) {
+        {
+            std::lock_guard lock(mu_);
+            if (!cancelled_.load(std::memory_order_relaxed)) {
+                callbacks_.push_back(std::move(callback));
+                return;
+            }
+        }
+        callback();
+    }
+
+    /// Fires once; later calls do nothing. Callbacks run on this thread.
+    void cancel() {
+        std::vector<std::function<void()>> callbacks;
+        {
+            std::lock_guard lock(mu_);
+            if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
+            callbacks.swap(callbacks_);
+        }
+        for (auto& cb : callbacks) cb();
+        waits_->set();
+    }
+
+    WaitList& waits() { return *waits_; }
+
+private:
+    std::atomic<bool> cancelled_{false};
+    std::mutex mu_;
+    std::vector<std::function<void()>> callbacks_;
+    std::shared_ptr<WaitList> waits_ = WaitList::create();
+};
+
+}  // namespace cronoq::detail

@@ -1,0 +1,58 @@
+#pragma once
+// The state a task's handles share with the driver core.
+#include <cronoq/detail/wait_list.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <asio/awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace cronoq::detail {
+
+class SchedulerCore;
+
+class HandleState {
+public:
+    HandleState(TaskId id, std::weak_ptr<SchedulerCore> core) : id_(id), core_(std::move(core)) {}
+
+    TaskId id() const { return id_; }
+    TaskStatus status() const { return status_.load(std::memory_order_acquire); }
+    void set_status(TaskStatus s) { status_.store(s, std::memory_order_release); }
+
+    /// Records the terminal outcome once and wakes every waiter.
+    void finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output);
+
+    /// The output once Succeeded; throws TaskFailure for any other terminal
+    /// status. Cancelling the awaiting coroutine ends the wait with
+    /// `operation_aborted` and leaves the task alone.
+    asio::awaitable<std::shared_ptr<const void>> wait();
+    /// Blocks the calling thread; empty on timeout. Throws TaskFailure.
+    std::optional<std::shared_ptr<const void>> wait_blocking(std::optional<std::chrono::nanoseconds> timeout);
+
+    bool cancel();
+
+private:
+    std::shared_ptr<const void> outcome() const;
+
+    TaskId id_;
+    std::weak_ptr<SchedulerCore> core_;
+    std::atomic<TaskStatus> status_{TaskStatus::Ready};
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    TaskStatus final_ = TaskStatus::Ready;
+    std::uint32_t attempt_ = 0;
+    std::string message_;
+    std::shared_ptr<const void> output_;
+    std::shared_ptr<WaitList> done_waits_ = WaitList::create();
+};
+
+}  // namespace cronoq::detail

@@ -1,0 +1,63 @@
+#pragma once
+// The untyped heart of the driver. `Scheduler<P, O>` is a thin typed shell
+// over it, so that the Asio-heavy code compiles once, in src/driver.
+#include <cronoq/clock.hpp>
+#include <cronoq/core/engine.hpp>
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/handle_state.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/submit_error.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace cronoq::detail {
+
+class EventQueue;
+
+struct SchedulerOptions {
+    core::EngineConfig engine;
+    std::shared_ptr<Clock> clock;       ///< null: Clock::steady()
+    std::size_t blocking_threads = 0;   ///< 0: the hardware's concurrency, at least 2
+    std::size_t event_capacity = 4096;  ///< per subscriber
+};
+
+class SchedulerCore : public std::enable_shared_from_this<SchedulerCore> {
+public:
+    /// Validates everything first; throws ConfigError naming the field.
+    static std::shared_ptr<SchedulerCore> create(asio::any_io_executor executor, SchedulerOptions options,
+                                                 std::vector<PoolDefinition> pools);
+    ~SchedulerCore();
+
+    SubmitResult<std::shared_ptr<HandleState>> try_submit(TaskRequest request);
+    bool cancel(TaskId task);
+    std::optional<TaskStatus> status(TaskId task) const;
+    asio::awaitable<void> shutdown(std::chrono::nanoseconds grace);
+    /// Starts a shutdown with zero grace and does not wait for it.
+    void shutdown_now();
+    std::shared_ptr<EventQueue> subscribe();
+
+    asio::any_io_executor get_executor() const;
+    /// Where blocking work runs; the threads start on first use.
+    asio::any_io_executor blocking_executor();
+    void heartbeat(LeaseId lease);
+    /// Engine figures of a pool; empty for an unknown name.
+    std::optional<core::PoolCounters> counters(std::string_view pool) const;
+    std::uint64_t late_reports() const;
+
+    struct State;  // defined in src/driver/scheduler_core.cpp
+
+private:
+    explicit SchedulerCore(std::unique_ptr<State> state);
+    std::unique_ptr<State> s_;
+};
+
+}  // namespace cronoq::detail

@@ -1,0 +1,101 @@
+#pragma once
+// One mechanism behind every awaitable wait in the driver: a flag that
+// coroutines wait to see set. `set()` completes every current and later wait
+// until `reset()`. A waiting coroutine keeps outstanding work on its
+// executor, so `io_context::run()` does not return under it; cancelling the
+// waiting coroutine (its cancellation slot) ends only its own wait, with
+// `asio::error::operation_aborted`. Completions are posted to the waiter's
+// executor, never run inline. Thread-safe.
+#include <cronoq/detail/unique_function.hpp>
+
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/error.hpp>
+#include <asio/execution/outstanding_work.hpp>
+#include <asio/post.hpp>
+#include <asio/prefer.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace cronoq::detail {
+
+class WaitList : public std::enable_shared_from_this<WaitList> {
+public:
+    using Waiter = UniqueFunction<void(std::error_code)>;
+
+    static std::shared_ptr<WaitList> create() { return std::make_shared<WaitList>(); }
+
+    bool is_set() const {
+        std::lock_guard lock(mu_);
+        return set_;
+    }
+
+    void set() {
+        std::map<std::uint64_t, Waiter> waiters;
+        {
+            std::lock_guard lock(mu_);
+            set_ = true;
+            waiters.swap(waiters_);
+        }
+        for (auto& [id, w] : waiters) w(std::error_code{});
+    }
+
+    void reset() {
+        std::lock_guard lock(mu_);
+        set_ = false;
+    }
+
+    /// Completes with no error once the flag is set (at once if it is).
+    template <class Token>
+    auto async_wait(Token&& token) {
+        return asio::async_initiate<Token, void(std::error_code)>(
+            [self = shared_from_this()](auto handler) { self->initiate(std::move(handler)); }, token);
+    }
+
+private:
+    template <class Handler>
+    void initiate(Handler handler) {
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
+        Waiter waiter = [h = std::move(handler), work](std::error_code ec) mutable {
+            asio::post(work, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+        };
+        std::unique_lock lock(mu_);
+        if (set_) {
+            lock.unlock();
+            waiter(std::error_code{});
+            return;
+        }
+        const std::uint64_t id = next_id_++;
+        waiters_.emplace(id, std::move(waiter));
+        lock.unlock();
+        if (slot.is_connected()) {
+            slot.assign([self = shared_from_this(), id](asio::cancellation_type) {
+                if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
+            });
+        }
+    }
+
+    Waiter remove(std::uint64_t id) {
+        std::lock_guard lock(mu_);
+        auto it = waiters_.find(id);
+        if (it == waiters_.end()) return {};
+        Waiter w = std::move(it->second);
+        waiters_.erase(it);
+        return w;
+    }
+
+    mutable std::mutex mu_;
+    bool set_ = false;
+    std::uint64_t next_id_ = 0;
+    std::map<std::uint64_t, Waiter> waiters_;
+};
+
+}  // namespace cronoq::detail

@@ -1,0 +1,45 @@
+#pragma once
+// EventStream: a subscriber's bounded queue of status events.
+#include <cronoq/status_event.hpp>
+
+#include <asio/awaitable.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace cronoq {
+
+namespace detail {
+class EventQueue;
+}
+
+/// Receives every status transition from the moment it was created, in
+/// order. The queue is bounded: when it is full, the oldest event is dropped
+/// and counted in `dropped()`; the scheduler never waits on a subscriber.
+/// Move-only; destroying it unsubscribes. Thread-safe.
+class EventStream {
+public:
+    explicit EventStream(std::shared_ptr<detail::EventQueue> queue);
+    EventStream(EventStream&&) noexcept;
+    EventStream& operator=(EventStream&&) noexcept;
+    ~EventStream();
+
+    /// The next event; empty once the stream is closed and drained (the
+    /// scheduler shut down or `close()` was called). A real Asio operation;
+    /// cancelling the awaiting coroutine ends the wait with
+    /// `operation_aborted` and loses no event.
+    asio::awaitable<std::optional<StatusEvent>> next();
+    /// The next event if one is queued; never waits.
+    std::optional<StatusEvent> try_next();
+    /// Events lost to the bound since the stream was created.
+    std::uint64_t dropped() const;
+    /// Stops receiving; queued events can still be read.
+    void close();
+
+private:
+    std::shared_ptr<detail::EventQueue> queue_;
+};
+
+}  // namespace cronoq

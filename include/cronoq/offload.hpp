@@ -1,0 +1,55 @@
+#pragma once
+// offload(): run blocking work off the event loop (SPEC §4).
+#include <cronoq/cancellation_token.hpp>
+#include <cronoq/detail/unique_function.hpp>
+#include <cronoq/task_context.hpp>
+
+#include <asio/awaitable.hpp>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+
+namespace cronoq {
+
+namespace detail {
+/// Runs `job` on the blocking pool of the scheduler that owns `ctx`.
+asio::awaitable<void> offload_erased(const TaskContext& ctx, UniqueFunction<void()> job);
+}  // namespace detail
+
+/// Runs `fn()` (or `fn(CancellationToken)`) on the scheduler's blocking
+/// thread pool and returns its result, or rethrows what it threw. The
+/// attempt's cancellation is visible to `fn` through the token. Cancelling
+/// the awaiting coroutine ends the wait at once with `operation_aborted`;
+/// `fn` cannot be interrupted and runs to its end, its result dropped.
+template <class F>
+auto offload(const TaskContext& ctx, F fn) {
+    constexpr bool takes_token = std::is_invocable_v<F&, CancellationToken>;
+    using R = typename std::conditional_t<takes_token, std::invoke_result<F&, CancellationToken>, std::invoke_result<F&>>::type;
+    struct Slot {
+        std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
+        std::exception_ptr error;
+    };
+    return [](TaskContext ctx, F fn) -> asio::awaitable<R> {
+        auto slot = std::make_shared<Slot>();
+        CancellationToken token = ctx.cancellation_token();
+        co_await detail::offload_erased(ctx, [slot, token, fn = std::move(fn)]() mutable {
+            try {
+                if constexpr (std::is_void_v<R>) {
+                    if constexpr (takes_token) fn(token); else fn();
+                    slot->value.emplace();
+                } else {
+                    if constexpr (takes_token) slot->value.emplace(fn(token)); else slot->value.emplace(fn());
+                }
+            } catch (...) {
+                slot->error = std::current_exception();
+            }
+        });
+        if (slot->error) std::rethrow_exception(slot->error);
+        if constexpr (!std::is_void_v<R>) co_return std::move(*slot->value);
+    }(ctx, std::move(fn));
+}
+
+}  // namespace cronoq

@@ -1,0 +1,116 @@
+#pragma once
+// Pool<P, O>: a named set of worker slots and the executor that runs there.
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/executor.hpp>
+#include <cronoq/offload.hpp>
+#include <cronoq/result.hpp>
+#include <cronoq/retry_policy.hpp>
+#include <cronoq/task_context.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace cronoq {
+
+namespace detail {
+template <class T>
+struct is_awaitable : std::false_type {};
+template <class T, class Ex>
+struct is_awaitable<asio::awaitable<T, Ex>> : std::true_type {};
+}  // namespace detail
+
+/// A value type; every setter returns `*this`. Validated by
+/// `Scheduler::Builder::build()`, which throws ConfigError naming the pool
+/// and the field.
+template <class P, class O>
+class Pool {
+public:
+    explicit Pool(std::string name) {
+        def_.engine.name = std::move(name);
+        def_.engine.capacity = 1;
+    }
+
+    /// Concurrent attempts: starts at `initial`, kept within [min, max].
+    Pool& workers(std::size_t min, std::size_t initial, std::size_t max) {
+        def_.min_workers = min;
+        def_.engine.capacity = initial;
+        def_.max_workers = max;
+        return *this;
+    }
+
+    /// `f(TaskContext, std::shared_ptr<const P>)` returning
+    /// `asio::awaitable<Result<O>>` runs as a coroutine on the pool's
+    /// executor. A plain callable returning `Result<O>` or `O` runs on the
+    /// scheduler's blocking thread pool (never on the event loop) and sees
+    /// cancellation through `ctx.is_cancelled()` and the token.
+    template <class F>
+    Pool& executor_fn(F f) {
+        using R = std::invoke_result_t<F&, TaskContext, std::shared_ptr<const P>>;
+        auto fn = std::make_shared<F>(std::move(f));
+        if constexpr (detail::is_awaitable<R>::value) {
+            static_assert(std::is_same_v<R, asio::awaitable<Result<O>>>,
+                          "a coroutine executor must return asio::awaitable<cronoq::Result<O>>");
+            def_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
+                co_return detail::erase_result<O>(co_await (*fn)(std::move(ctx), std::static_pointer_cast<const P>(p)));
+            };
+        } else {
+            static_assert(std::is_same_v<R, Result<O>> || std::is_convertible_v<R, Result<O>> ||
+                              (std::is_void_v<O> && std::is_void_v<R>),
+                          "a plain executor must return cronoq::Result<O> or O");
+            def_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
+                auto payload = std::static_pointer_cast<const P>(p);
+                Result<O> r = co_await offload(ctx, [fn, ctx, payload]() -> Result<O> {
+                    if constexpr (std::is_void_v<R>) {
+                        (*fn)(ctx, payload);
+                        return Result<O>{};
+                    } else {
+                        return (*fn)(ctx, payload);
+                    }
+                });
+                co_return detail::erase_result<O>(std::move(r));
+            };
+        }
+        def_.executor.abort = nullptr;
+        return *this;
+    }
+
+    /// An object satisfying `Executor<E, P, O>`, by value or shared.
+    template <Executor<P, O> E>
+    Pool& executor(E e) {
+        return executor(std::make_shared<E>(std::move(e)));
+    }
+    template <Executor<P, O> E>
+    Pool& executor(std::shared_ptr<E> e) {
+        def_.executor.run = [e](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
+            co_return detail::erase_result<O>(co_await e->execute(std::move(ctx), std::static_pointer_cast<const P>(p)));
+        };
+        if constexpr (AbortableExecutor<E>)
+            def_.executor.abort = [e](LeaseId lease) { e->abort(lease); };
+        else
+            def_.executor.abort = nullptr;
+        return *this;
+    }
+
+    /// Every running attempt must call `ctx.heartbeat()` within each `d`.
+    Pool& lease_ttl(std::chrono::nanoseconds d) { def_.engine.lease_ttl = d; return *this; }
+    Pool& default_timeout(std::chrono::nanoseconds d) { def_.engine.default_timeout = d; return *this; }
+    Pool& retry(RetryPolicy policy) { def_.engine.retry = policy; return *this; }
+    /// Expected run time of a task before one of its kind has been seen.
+    Pool& default_duration(std::chrono::nanoseconds d) { def_.engine.default_duration = d; return *this; }
+    /// Where this pool's attempts run (default: the scheduler's executor).
+    Pool& run_on(asio::any_io_executor ex) { def_.run_on = std::move(ex); return *this; }
+
+    const detail::PoolDefinition& definition() const& { return def_; }
+    detail::PoolDefinition&& definition() && { return std::move(def_); }
+
+private:
+    detail::PoolDefinition def_;
+};
+
+}  // namespace cronoq

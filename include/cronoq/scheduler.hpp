@@ -1,0 +1,110 @@
+#pragma once
+// Scheduler<P, O>: the asynchronous driver (SPEC §1, §11, §12).
+#include <cronoq/detail/builder_base.hpp>
+#include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/event_stream.hpp>
+#include <cronoq/submit_error.hpp>
+#include <cronoq/task.hpp>
+#include <cronoq/task_handle.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace cronoq {
+
+template <class P, class O>
+class BlockingScheduler;
+
+/// A cheap, copyable handle to a scheduler's shared state. Decides when each
+/// submitted task runs; the pools' executors do the work as coroutines on
+/// the `io_context` it was built on.
+///
+/// Threads: `try_submit`, `submit`, `cancel`, `status` and `subscribe` are
+/// safe from any thread; the io_context may be run by one thread or many.
+/// An idle scheduler keeps no operation pending, so `io_context::run()`
+/// returns once the application's own work is done.
+///
+/// Lifetime: destroying the last copy without `shutdown` is a shutdown with
+/// zero grace: queued tasks end `Cancelled`, running attempts are cancelled.
+///
+/// Failure modes: attempts run at-least-once (a timed-out or expired attempt
+/// may still be running when its retry starts; use `ctx.id()` and
+/// `ctx.attempt()` as fencing). An executor that ignores cancellation keeps
+/// its coroutine alive, and `shutdown` waits for it.
+template <class P, class O>
+class Scheduler {
+public:
+    class Builder : public detail::BuilderBase<Builder, P, O> {
+    public:
+        /// Validates the whole configuration; throws ConfigError naming the
+        /// field. Nothing is started until the first submit.
+        Scheduler build(asio::any_io_executor ex) const { return Scheduler(this->build_core(std::move(ex))); }
+    };
+
+    static Builder builder() { return Builder{}; }
+
+    /// Submits without waiting. Errors: UnknownPool, ShuttingDown, Invalid.
+    SubmitResult<TaskHandle<O>> try_submit(Task<P> task) {
+        auto r = owner_->core->try_submit(std::move(task).request());
+        if (!r) return {r.error(), r.message()};
+        return TaskHandle<O>(std::move(r).value());
+    }
+
+    /// Submits; throws SubmitException on an error. Cancelling the awaiting
+    /// coroutine before it resumes does not withdraw an admitted task.
+    asio::awaitable<TaskHandle<O>> submit(Task<P> task) {
+        auto owner = owner_;
+        auto r = owner->core->try_submit(std::move(task).request());
+        co_return TaskHandle<O>(std::move(r).value());
+    }
+
+    /// Cancels a task that has not ended: a queued one ends `Cancelled` at
+    /// once, a running one is aborted. False if unknown or already terminal.
+    bool cancel(TaskRef ref) { return ref.id && owner_->core->cancel(*ref.id); }
+
+    /// A live or retained task's status; empty if unknown or forgotten.
+    std::optional<TaskStatus> status(TaskRef ref) const {
+        return ref.id ? owner_->core->status(*ref.id) : std::nullopt;
+    }
+
+    /// Every status transition from now on; see EventStream.
+    EventStream subscribe() { return EventStream(owner_->core->subscribe()); }
+
+    /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`;
+    /// running attempts get `grace` to finish, then are cancelled. Completes
+    /// when no attempt is left and every handle has its terminal status;
+    /// afterwards the scheduler holds no pending operation. Cancelling the
+    /// awaiting coroutine ends the wait with `operation_aborted`; the
+    /// shutdown goes on.
+    asio::awaitable<void> shutdown(std::chrono::nanoseconds grace) {
+        auto owner = owner_;
+        co_await owner->core->shutdown(grace);
+    }
+
+    asio::any_io_executor get_executor() const { return owner_->core->get_executor(); }
+    /// The engine's figures for one pool, for tests and diagnostics.
+    std::optional<core::PoolCounters> counters(std::string_view pool) const { return owner_->core->counters(pool); }
+
+private:
+    friend class BlockingScheduler<P, O>;
+    // Shared by every copy of this Scheduler; the last one out shuts down.
+    struct Owner {
+        explicit Owner(std::shared_ptr<detail::SchedulerCore> c) : core(std::move(c)) {}
+        Owner(const Owner&) = delete;
+        Owner& operator=(const Owner&) = delete;
+        ~Owner() { core->shutdown_now(); }
+        std::shared_ptr<detail::SchedulerCore> core;
+    };
+    explicit Scheduler(std::shared_ptr<detail::SchedulerCore> core) : owner_(std::make_shared<Owner>(std::move(core))) {}
+
+    std::shared_ptr<Owner> owner_;
+};
+
+}  // namespace cronoq

@@ -1,0 +1,60 @@
+#pragma once
+// Task<P>: the description of one unit of work, built fluently (SPEC §11).
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/priority.hpp>
+#include <cronoq/retry_policy.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace cronoq {
+
+/// Names a task by id or by key.
+struct TaskRef {
+    TaskRef(TaskId id) : id(id) {}
+    TaskRef(std::string k) : key(std::move(k)) {}
+    TaskRef(const char* k) : key(k) {}
+    std::optional<TaskId> id;
+    std::optional<std::string> key;
+};
+
+/// A value type; every setter returns `*this`. Validated at submit.
+template <class P>
+class Task {
+public:
+    explicit Task(P payload) { r_.payload = std::make_shared<const P>(std::move(payload)); }
+    static Task from_shared(std::shared_ptr<const P> payload) { return Task(std::move(payload), shared_tag{}); }
+
+    /// The pool to run in; default: the first pool declared.
+    Task& pool(std::string name) { r_.pool = std::move(name); return *this; }
+    /// A label for metrics and learned run times, e.g. "resize".
+    Task& kind(std::string name) { r_.kind = std::move(name); return *this; }
+    Task& priority(Priority p) { r_.priority = p; return *this; }
+    /// Stored and handed to attempts (`TaskContext::key()`).
+    Task& key(std::string k) { r_.key = std::move(k); return *this; }
+    /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
+    Task& deadline_in(std::chrono::nanoseconds d) { r_.deadline_in = d; r_.deadline_at.reset(); return *this; }
+    Task& deadline_at(std::chrono::system_clock::time_point t) { r_.deadline_at = t; r_.deadline_in.reset(); return *this; }
+    /// Per attempt; an attempt still running after `d` fails retryably.
+    Task& timeout(std::chrono::nanoseconds d) { r_.timeout = d; return *this; }
+    Task& retry(RetryPolicy policy) { r_.retry = policy; return *this; }
+    Task& tag(std::string k, std::string v) { r_.tags.emplace_back(std::move(k), std::move(v)); return *this; }
+    /// W3C trace context handed to every attempt; default: the
+    /// "traceparent" tag, if any.
+    Task& traceparent(std::string tp) { r_.traceparent = std::move(tp); return *this; }
+    /// Expected run time, for the deadline's latest start.
+    Task& duration_hint(std::chrono::nanoseconds d) { r_.duration_hint = d; return *this; }
+
+    const detail::TaskRequest& request() const& { return r_; }
+    detail::TaskRequest&& request() && { return std::move(r_); }
+
+private:
+    struct shared_tag {};
+    Task(std::shared_ptr<const P> payload, shared_tag) { r_.payload = std::move(payload); }
+    detail::TaskRequest r_;
+};
+
+}  // namespace cronoq

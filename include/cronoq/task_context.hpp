@@ -1,0 +1,60 @@
+#pragma once
+// TaskContext: what an executor knows of the attempt it runs (SPEC §4).
+#include <cronoq/cancellation_token.hpp>
+#include <cronoq/ids.hpp>
+
+#include <asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cronoq {
+
+using Tags = std::vector<std::pair<std::string, std::string>>;
+
+namespace detail {
+struct AttemptState;
+}
+
+/// Cheap to copy. Valid after the attempt ends, but then reports cancelled.
+class TaskContext {
+public:
+    explicit TaskContext(std::shared_ptr<detail::AttemptState> state) : state_(std::move(state)) {}
+
+    TaskId id() const;
+    LeaseId lease() const;
+    std::uint32_t attempt() const;  ///< from 1
+    const std::string& pool() const;
+    const std::string& kind() const;
+    const std::optional<std::string>& key() const;
+    const Tags& tags() const;
+    std::optional<std::string> tag(std::string_view name) const;
+    std::optional<std::chrono::system_clock::time_point> deadline() const;
+    std::optional<std::chrono::nanoseconds> timeout() const;
+    const std::optional<std::string>& traceparent() const;
+
+    bool is_cancelled() const;
+    /// Completes when the attempt is cancelled (at once if it already is),
+    /// never otherwise. Cancelling the awaiting coroutine ends the wait with
+    /// `asio::error::operation_aborted` (thrown as `std::system_error`);
+    /// that is how `work || ctx.cancelled()` drops the losing branch.
+    asio::awaitable<void> cancelled() const;
+    CancellationToken cancellation_token() const;
+
+    /// Keeps the attempt's lease alive for another `lease_ttl`. A cheap
+    /// no-op when the pool has no TTL, and after the attempt ended.
+    void heartbeat() const;
+
+    const std::shared_ptr<detail::AttemptState>& state() const { return state_; }
+
+private:
+    std::shared_ptr<detail::AttemptState> state_;
+};
+
+}  // namespace cronoq

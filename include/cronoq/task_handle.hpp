@@ -1,0 +1,43 @@
+#pragma once
+// TaskHandle<O>: follow one submitted task to its end.
+#include <cronoq/detail/handle_state.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/task_failure.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <asio/awaitable.hpp>
+
+#include <memory>
+
+namespace cronoq {
+
+/// Copyable; every copy follows the same task. Thread-safe.
+template <class O>
+class TaskHandle {
+public:
+    explicit TaskHandle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
+    TaskId id() const { return state_->id(); }
+    /// The latest status the driver has seen.
+    TaskStatus status() const { return state_->status(); }
+    /// Same as `Scheduler::cancel(id())`.
+    bool cancel() { return state_->cancel(); }
+
+    /// Waits for the task's end: its output if it succeeded (null for `void`),
+    /// else throws `TaskFailure` with the status and last error. A real Asio
+    /// operation: it keeps the io_context busy while it waits. Cancelling
+    /// the awaiting coroutine ends the wait with `operation_aborted` (thrown
+    /// as `std::system_error`); the task itself goes on.
+    asio::awaitable<std::shared_ptr<const O>> result() const {
+        auto state = state_;
+        auto out = co_await state->wait();
+        co_return std::static_pointer_cast<const O>(std::move(out));
+    }
+
+    const std::shared_ptr<detail::HandleState>& state() const { return state_; }
+
+private:
+    std::shared_ptr<detail::HandleState> state_;
+};
+
+}  // namespace cronoq

@@ -1,0 +1,91 @@
+#pragma once
+// An open-addressing map from 64-bit ids to 32-bit slot indices. Ids are
+// never 0, so 0 marks an empty bucket. Linear probing with backward-shift
+// deletion: no tombstones, no allocation per entry.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cronoq::core::detail {
+
+class FlatIdMap {
+public:
+    FlatIdMap() { rehash(16); }
+
+    std::size_t size() const { return size_; }
+
+    /// Precondition: `key` is not present and is not 0. `find(0)` and
+    /// `erase(0)` find nothing.
+    void insert(std::uint64_t key, std::uint32_t value) {
+        if ((size_ + 1) * 2 > buckets_.size()) rehash(buckets_.size() * 2);
+        place(key, value);
+        ++size_;
+    }
+
+    const std::uint32_t* find(std::uint64_t key) const {
+        // 0 marks an empty bucket: it must not match one (a zero TaskId or
+        // LeaseId from a caller names nothing).
+        if (key == 0) return nullptr;
+        for (std::size_t i = home(key);; i = (i + 1) & mask_) {
+            const Bucket& b = buckets_[i];
+            if (b.key == key) return &b.value;
+            if (b.key == 0) return nullptr;
+        }
+    }
+
+    bool erase(std::uint64_t key) {
+        if (key == 0) return false;
+        std::size_t i = home(key);
+        for (;; i = (i + 1) & mask_) {
+            if (buckets_[i].key == key) break;
+            if (buckets_[i].key == 0) return false;
+        }
+        // Shift later members of the probe run back into the hole.
+        for (std::size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+            if (buckets_[j].key == 0) break;
+            const std::size_t h = home(buckets_[j].key);
+            const bool movable = (i <= j) ? (h <= i || h > j) : (h <= i && h > j);
+            if (movable) {
+                buckets_[i] = buckets_[j];
+                i = j;
+            }
+        }
+        buckets_[i] = Bucket{};
+        --size_;
+        return true;
+    }
+
+private:
+    struct Bucket {
+        std::uint64_t key = 0;
+        std::uint32_t value = 0;
+    };
+
+    std::size_t home(std::uint64_t key) const {
+        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+    }
+
+    void place(std::uint64_t key, std::uint32_t value) {
+        std::size_t i = home(key);
+        while (buckets_[i].key != 0) i = (i + 1) & mask_;
+        buckets_[i] = Bucket{key, value};
+    }
+
+    void rehash(std::size_t count) {
+        std::vector<Bucket> old;
+        old.swap(buckets_);
+        buckets_.assign(count, Bucket{});
+        mask_ = count - 1;
+        shift_ = 64;
+        for (std::size_t c = count; c > 1; c >>= 1) --shift_;
+        for (const Bucket& b : old)
+            if (b.key != 0) place(b.key, b.value);
+    }
+
+    std::vector<Bucket> buckets_;
+    std::size_t size_ = 0;
+    std::size_t mask_ = 0;
+    unsigned shift_ = 64;
+};
+
+}  // namespace cronoq::core::detail

@@ -1,0 +1,39 @@
+#pragma once
+// A growable FIFO ring buffer: amortised O(1) push and pop, storage reused.
+#include <cstddef>
+#include <vector>
+
+namespace cronoq::core::detail {
+
+template <class T>
+class Ring {
+public:
+    bool empty() const { return size_ == 0; }
+    std::size_t size() const { return size_; }
+    const T& front() const { return items_[head_]; }
+
+    void push_back(const T& value) {
+        if (size_ == items_.size()) grow();
+        items_[(head_ + size_) & (items_.size() - 1)] = value;
+        ++size_;
+    }
+
+    void pop_front() {
+        head_ = (head_ + 1) & (items_.size() - 1);
+        --size_;
+    }
+
+private:
+    void grow() {
+        std::vector<T> bigger(items_.empty() ? 8 : items_.size() * 2);
+        for (std::size_t i = 0; i < size_; ++i) bigger[i] = items_[(head_ + i) & (items_.size() - 1)];
+        items_.swap(bigger);
+        head_ = 0;
+    }
+
+    std::vector<T> items_;
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+};
+
+}  // namespace cronoq::core::detail

@@ -1,0 +1,39 @@
+#pragma once
+// What the driver keeps per task and per attempt, shared with TaskContext.
+#include <cronoq/detail/cancel_state.hpp>
+#include <cronoq/ids.hpp>
+#include <cronoq/task_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cronoq::detail {
+
+class SchedulerCore;
+
+/// Immutable after submit; shared by the task's record and its attempts.
+struct TaskInfo {
+    TaskId id;
+    const std::string* pool = nullptr;  // owned by the scheduler, which outlives attempts
+    std::string kind;
+    std::optional<std::string> key;
+    Tags tags;
+    std::optional<std::chrono::system_clock::time_point> deadline;
+    std::optional<std::chrono::nanoseconds> timeout;
+    std::optional<std::string> traceparent;
+    std::shared_ptr<const void> payload;
+};
+
+struct AttemptState {
+    std::shared_ptr<const TaskInfo> task;
+    LeaseId lease;
+    std::uint32_t attempt = 0;
+    bool needs_heartbeat = false;
+    std::shared_ptr<CancelState> cancel = std::make_shared<CancelState>();
+    std::weak_ptr<SchedulerCore> core;
+};
+
+}  // namespace cronoq::detail

@@ -1,0 +1,143 @@
+// The steady clock and the manual clock for tests.
+#include <cronoq/clock.hpp>
+#include <cronoq/manual_clock.hpp>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/prefer.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <algorithm>
+
+namespace cronoq {
+
+namespace {
+
+class SteadyClock final : public Clock {
+public:
+    core::Time now() const override { return core::Time(std::chrono::steady_clock::now().time_since_epoch()); }
+    std::chrono::system_clock::time_point system_now() const override { return std::chrono::system_clock::now(); }
+
+    class SteadyTimer final : public Timer {
+    public:
+        explicit SteadyTimer(asio::any_io_executor ex) : timer_(std::move(ex)) {}
+        void arm(core::Time at, std::function<void()> on_due) override {
+            timer_.expires_at(std::chrono::steady_clock::time_point(
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(at.time_since_epoch())));
+            timer_.async_wait([f = std::move(on_due)](std::error_code ec) {
+                if (!ec) f();
+            });
+        }
+        void disarm() override { timer_.cancel(); }
+
+    private:
+        asio::steady_timer timer_;
+    };
+
+    std::unique_ptr<Timer> make_timer(asio::any_io_executor ex) override { return std::make_unique<SteadyTimer>(std::move(ex)); }
+};
+
+}  // namespace
+
+std::shared_ptr<Clock> Clock::steady() {
+    static const std::shared_ptr<Clock> clock = std::make_shared<SteadyClock>();
+    return clock;
+}
+
+// ---- ManualClock ----------------------------------------------------------------
+
+struct ManualClock::Entry {
+    core::Time at;
+    std::function<void()> on_due;
+    asio::any_io_executor work;  // tracks outstanding work while armed
+};
+
+class ManualClock::ManualTimer final : public Timer {
+public:
+    ManualTimer(ManualClock& clock, asio::any_io_executor ex) : clock_(clock), ex_(std::move(ex)) {}
+    ~ManualTimer() override { disarm(); }
+
+    void arm(core::Time at, std::function<void()> on_due) override {
+        auto entry = std::make_shared<Entry>(
+            Entry{at, std::move(on_due), asio::prefer(ex_, asio::execution::outstanding_work.tracked)});
+        {
+            std::lock_guard lock(clock_.mu_);
+            remove_locked();
+            entry_ = entry;
+            clock_.armed_.push_back(entry);
+        }
+        clock_.fire_due();
+    }
+
+    void disarm() override {
+        std::lock_guard lock(clock_.mu_);
+        remove_locked();
+    }
+
+private:
+    void remove_locked() {
+        if (!entry_) return;
+        std::erase(clock_.armed_, entry_);
+        entry_.reset();
+    }
+
+    ManualClock& clock_;
+    asio::any_io_executor ex_;
+    std::shared_ptr<Entry> entry_;
+};
+
+ManualClock::ManualClock(std::chrono::system_clock::time_point start)
+    : now_(core::Time(std::chrono::hours(24))), system_start_(start) {}
+
+std::chrono::system_clock::time_point ManualClock::default_start() {
+    // 2026-01-01T00:00:00Z
+    return std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));
+}
+
+core::Time ManualClock::now() const {
+    std::lock_guard lock(mu_);
+    return now_;
+}
+
+std::chrono::system_clock::time_point ManualClock::system_now() const {
+    std::lock_guard lock(mu_);
+    return system_start_ +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - core::Time(std::chrono::hours(24)));
+}
+
+std::unique_ptr<Clock::Timer> ManualClock::make_timer(asio::any_io_executor executor) {
+    return std::make_unique<ManualTimer>(*this, std::move(executor));
+}
+
+void ManualClock::advance(std::chrono::nanoseconds d) {
+    {
+        std::lock_guard lock(mu_);
+        if (d.count() > 0) now_ += d;
+    }
+    fire_due();
+}
+
+bool ManualClock::advance_to_next() {
+    {
+        std::lock_guard lock(mu_);
+        if (armed_.empty()) return false;
+        auto next = std::min_element(armed_.begin(), armed_.end(), [](auto& a, auto& b) { return a->at < b->at; });
+        now_ = std::max(now_, (*next)->at);
+    }
+    fire_due();
+    return true;
+}
+
+void ManualClock::fire_due() {
+    std::vector<std::shared_ptr<Entry>> due;
+    {
+        std::lock_guard lock(mu_);
+        auto split = std::stable_partition(armed_.begin(), armed_.end(), [&](auto& e) { return e->at > now_; });
+        due.assign(split, armed_.end());
+        armed_.erase(split, armed_.end());
+    }
+    std::sort(due.begin(), due.end(), [](auto& a, auto& b) { return a->at < b->at; });
+    for (auto& e : due) asio::post(e->work, std::move(e->on_due));
+}
+
+}  // namespace cronoq

@@ -1,0 +1,399 @@
+// The driver core: the engine behind a mutex, attempts as coroutines.
+//
+// Every entry point takes the mutex, calls the engine with the clock's now,
+// and applies the actions it emitted before releasing it, so actions are
+// applied in the engine's order. Nothing done under the mutex runs user
+// code: attempts are spawned (co_spawn only posts), aborts are posted to the
+// attempt's strand, and waiters are completed by posting.
+#include <cronoq/config_error.hpp>
+#include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/logging.hpp>
+
+#include "attempt_state.hpp"
+#include "blocking_pool.hpp"
+#include "event_queue.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/post.hpp>
+#include <asio/strand.hpp>
+#include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace cronoq::detail {
+
+namespace {
+
+struct PoolRuntime {
+    PoolDefinition def;
+    asio::any_io_executor executor;  // where attempts run
+};
+
+struct TaskRecord {
+    std::shared_ptr<const TaskInfo> info;
+    std::shared_ptr<HandleState> handle;
+    std::shared_ptr<const void> output;  // of the attempt being reported
+};
+
+struct Attempt {
+    Attempt(std::shared_ptr<AttemptState> s, asio::strand<asio::any_io_executor> st, const PoolRuntime* p)
+        : state(std::move(s)), strand(std::move(st)), pool(p) {}
+    std::shared_ptr<AttemptState> state;
+    asio::strand<asio::any_io_executor> strand;
+    asio::cancellation_signal signal;
+    const PoolRuntime* pool;
+};
+
+std::string pool_field(const PoolDefinition& d, const char* field) {
+    return "pool \"" + d.engine.name + "\": " + field;
+}
+
+void validate(const PoolDefinition& d) {
+    if (d.max_workers == 0) throw ConfigError(pool_field(d, "workers: max must be at least 1"));
+    if (d.min_workers > d.max_workers)
+        throw ConfigError(pool_field(d, "workers: min (") + std::to_string(d.min_workers) + ") > max (" +
+                          std::to_string(d.max_workers) + ")");
+    if (d.engine.capacity < d.min_workers || d.engine.capacity > d.max_workers)
+        throw ConfigError(pool_field(d, "workers: initial (") + std::to_string(d.engine.capacity) +
+                          ") outside [min, max]");
+    if (!d.executor.run) throw ConfigError(pool_field(d, "no executor (call executor_fn or executor)"));
+}
+
+}  // namespace
+
+struct SchedulerCore::State {
+    asio::any_io_executor executor;
+    SchedulerOptions options;
+    std::shared_ptr<Clock> clock;
+    std::unique_ptr<Clock::Timer> timer;
+    std::weak_ptr<SchedulerCore> self;
+
+    mutable std::mutex mu;
+    core::Engine engine;
+    std::vector<PoolRuntime> pools;
+    std::unordered_map<TaskId, TaskRecord> tasks;
+    std::unordered_map<LeaseId, std::shared_ptr<Attempt>> attempts;
+    std::vector<core::Action> actions;
+    std::optional<core::Time> armed;
+    std::size_t coroutines = 0;  // attempt coroutines that have not returned
+    bool shutting_down = false;
+    std::shared_ptr<WaitList> drained = WaitList::create();
+    std::vector<std::weak_ptr<EventQueue>> subscribers;
+    std::unique_ptr<BlockingPool> blocking;
+
+    State(asio::any_io_executor ex, SchedulerOptions opts)
+        : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
+        clock = options.clock ? options.clock : Clock::steady();
+    }
+
+    // ---- applying engine actions (mutex held) ---------------------------------
+    void apply(core::Time now) {
+        engine.drain(actions);
+        if (actions.empty()) return rearm();
+        const auto wall = clock->system_now();
+        for (core::Action& action : actions) {
+            std::visit([&](auto& a) { on(a, now, wall); }, action);
+        }
+        rearm();
+        check_drained();
+    }
+
+    void on(core::Dispatch& d, core::Time, std::chrono::system_clock::time_point) {
+        auto rec = tasks.find(d.task);
+        if (rec == tasks.end()) return;
+        const PoolRuntime& pool = pools[d.pool];
+        auto state = std::make_shared<AttemptState>();
+        state->task = rec->second.info;
+        state->lease = d.lease;
+        state->attempt = d.attempt;
+        state->needs_heartbeat = pool.def.engine.lease_ttl.has_value();
+        state->core = self;
+        auto attempt = std::make_shared<Attempt>(std::move(state), asio::make_strand(pool.executor), &pool);
+        attempts.emplace(d.lease, attempt);
+        ++coroutines;
+        // co_spawn dispatches: it could run the attempt inline, under our
+        // mutex. Posting the launch keeps user code out of it.
+        asio::post(attempt->strand, [core = self.lock(), attempt] {
+            asio::co_spawn(attempt->strand, run_attempt(core, attempt),
+                           asio::bind_cancellation_slot(attempt->signal.slot(), [core](std::exception_ptr) {
+                               core->s_->attempt_exited();
+                           }));
+        });
+    }
+
+    void on(core::Abort& a, core::Time, std::chrono::system_clock::time_point) {
+        auto it = attempts.find(a.lease);
+        if (it == attempts.end()) return;
+        auto attempt = std::move(it->second);
+        attempts.erase(it);
+        logger()->debug("task {} lease {}: aborting attempt ({})", a.task.value, a.lease.value, core::to_string(a.reason));
+        // On the attempt's strand, in the order of SPEC §4: the executor's
+        // abort, then the context, then Asio cancellation of the coroutine.
+        asio::post(attempt->strand, [attempt, lease = a.lease] {
+            if (attempt->pool->def.executor.abort) attempt->pool->def.executor.abort(lease);
+            attempt->state->cancel->cancel();
+            attempt->signal.emit(asio::cancellation_type::terminal);
+        });
+    }
+
+    void on(core::Status& s, core::Time now, std::chrono::system_clock::time_point wall) {
+        auto it = tasks.find(s.task);
+        if (it == tasks.end()) return;
+        TaskRecord& rec = it->second;
+        rec.handle->set_status(s.status);
+        publish(rec, s, wall + (s.at - now));
+        if (!is_terminal(s.status)) return;
+        if (s.status == TaskStatus::Failed || s.status == TaskStatus::DeadLettered)
+            logger()->info("task {} {} after {} attempt(s): {}", s.task.value, to_string(s.status), s.attempt, s.message);
+        rec.handle->finish(s.status, s.attempt, s.message, s.status == TaskStatus::Succeeded ? rec.output : nullptr);
+        tasks.erase(it);
+    }
+
+    void on(core::ScaleTo&, core::Time, std::chrono::system_clock::time_point) {}
+    void on(core::SpaceAvailable&, core::Time, std::chrono::system_clock::time_point) {}
+
+    void publish(const TaskRecord& rec, const core::Status& s, std::chrono::system_clock::time_point at) {
+        if (subscribers.empty()) return;
+        StatusEvent e{s.task, rec.info->key, *rec.info->pool, rec.info->kind, s.status, s.attempt, at, s.message};
+        std::erase_if(subscribers, [&](const std::weak_ptr<EventQueue>& w) {
+            auto q = w.lock();
+            if (q) q->push(e);
+            return !q;
+        });
+    }
+
+    // ---- timing (mutex held) -------------------------------------------------
+    void rearm() {
+        const auto next = engine.next_wakeup();
+        if (next == armed) return;
+        armed = next;
+        if (!next) return timer->disarm();
+        timer->arm(*next, [w = self] {
+            if (auto core = w.lock()) core->s_->on_wakeup();
+        });
+    }
+
+    void on_wakeup() {
+        std::lock_guard lock(mu);
+        armed.reset();
+        const auto now = clock->now();
+        engine.tick(now);
+        apply(now);
+    }
+
+    // ---- attempts ------------------------------------------------------------
+    static asio::awaitable<void> run_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) {
+        AttemptOutput out;
+        try {
+            out = co_await a->pool->def.executor.run(TaskContext(a->state), a->state->task->payload);
+        } catch (const TaskError& e) {
+            out.error = e;
+        } catch (const std::exception& e) {
+            out.error = TaskError::permanent(std::string("panic: ") + e.what());
+        } catch (...) {
+            out.error = TaskError::permanent("panic: unknown exception");
+        }
+        core->s_->report(*a, std::move(out));
+    }
+
+    void report(const Attempt& a, AttemptOutput out) {
+        const TaskId id = a.state->task->id;
+        {
+            std::lock_guard lock(mu);
+            attempts.erase(a.state->lease);
+            auto rec = tasks.find(id);
+            if (rec != tasks.end()) rec->second.output = std::move(out.value);
+            core::Outcome outcome;
+            if (out.error) {
+                const TaskError& e = *out.error;
+                switch (e.kind()) {
+                    case TaskError::Kind::Retryable: outcome = core::Outcome::retryable(e.message(), e.retry_after()); break;
+                    case TaskError::Kind::Permanent: outcome = core::Outcome::permanent(e.message()); break;
+                    case TaskError::Kind::Cancelled: outcome = core::Outcome::cancelled(e.message()); break;
+                }
+                if (e.message().rfind("panic: ", 0) == 0)
+                    logger()->warn("task {} attempt {}: executor {}", id.value, a.state->attempt, e.message());
+            }
+            const auto now = clock->now();
+            if (!engine.complete(a.state->lease, outcome, now))
+                logger()->debug("task {} lease {}: late report ignored", id.value, a.state->lease.value);
+            apply(now);
+            // A late or retried report leaves the task live: drop its output.
+            if (auto live = tasks.find(id); live != tasks.end()) live->second.output.reset();
+        }
+        // From here on the context reports cancelled (SPEC §4).
+        a.state->cancel->cancel();
+    }
+
+    void attempt_exited() {
+        std::lock_guard lock(mu);
+        --coroutines;
+        check_drained();
+    }
+
+    // ---- shutdown (mutex held) -------------------------------------------------
+    void begin_shutdown(std::chrono::nanoseconds grace) {
+        if (!shutting_down) logger()->info("shutting down (grace {} ms)", grace.count() / 1000000);
+        shutting_down = true;
+        const auto now = clock->now();
+        engine.shutdown(now, now + std::max(grace, std::chrono::nanoseconds(0)));
+        apply(now);
+        check_drained();
+    }
+
+    void check_drained() {
+        if (!shutting_down || drained->is_set()) return;
+        if (engine.live_tasks() != 0 || coroutines != 0 || !tasks.empty()) return;
+        armed.reset();
+        timer->disarm();
+        for (auto& w : subscribers)
+            if (auto q = w.lock()) q->close();
+        subscribers.clear();
+        drained->set();
+    }
+};
+
+// ---- SchedulerCore ------------------------------------------------------------
+
+SchedulerCore::SchedulerCore(std::unique_ptr<State> state) : s_(std::move(state)) {}
+
+SchedulerCore::~SchedulerCore() {
+    // The timer's callback holds only a weak reference; cancel its wait.
+    if (s_ && s_->timer) s_->timer->disarm();
+}
+
+std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor executor, SchedulerOptions options,
+                                                     std::vector<PoolDefinition> pools) {
+    if (pools.empty()) throw ConfigError("pools: at least one pool is required");
+    if (!executor) throw ConfigError("executor: build() needs a valid executor");
+    for (const auto& d : pools) validate(d);
+    auto state = std::make_unique<State>(executor, std::move(options));  // validates engine constants
+    for (auto& d : pools) {
+        state->engine.add_pool(d.engine);  // validates the rest, names the field
+        asio::any_io_executor ex = d.run_on ? *d.run_on : executor;
+        state->pools.push_back(PoolRuntime{std::move(d), std::move(ex)});
+    }
+    state->timer = state->clock->make_timer(executor);
+    std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
+    core->s_->self = core;
+    return core;
+}
+
+SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
+    State& s = *s_;
+    std::lock_guard lock(s.mu);
+    if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+    core::TaskSpec spec;
+    if (r.pool) {
+        auto id = s.engine.find_pool(*r.pool);
+        if (!id) return {SubmitError::UnknownPool, "no pool named \"" + *r.pool + "\""};
+        spec.pool = *id;
+    }
+    const auto now = s.clock->now();
+    const auto wall = s.clock->system_now();
+    spec.priority = r.priority;
+    spec.kind = s.engine.intern_kind(r.kind);
+    if (r.deadline_at) spec.deadline = now + std::chrono::duration_cast<core::Duration>(*r.deadline_at - wall);
+    if (r.deadline_in) spec.deadline = now + *r.deadline_in;
+    spec.duration_hint = r.duration_hint;
+    spec.timeout = r.timeout;
+    spec.retry = r.retry;
+    auto id = s.engine.submit(spec, now);
+    if (!id) return {id.error(), id.message()};
+
+    const PoolRuntime& pool = s.pools[spec.pool];
+    auto info = std::make_shared<TaskInfo>();
+    info->id = id.value();
+    info->pool = &pool.def.engine.name;
+    info->kind = std::move(r.kind);
+    info->key = std::move(r.key);
+    if (!r.traceparent)
+        for (const auto& [k, v] : r.tags)
+            if (k == "traceparent") r.traceparent = v;
+    info->tags = std::move(r.tags);
+    if (r.deadline_at) info->deadline = r.deadline_at;
+    if (r.deadline_in) info->deadline = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(*r.deadline_in);
+    info->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
+    info->traceparent = std::move(r.traceparent);
+    info->payload = std::move(r.payload);
+    auto handle = std::make_shared<HandleState>(id.value(), s.self);
+    s.tasks.emplace(id.value(), TaskRecord{std::move(info), handle, nullptr});
+    s.apply(now);
+    return handle;
+}
+
+bool SchedulerCore::cancel(TaskId task) {
+    std::lock_guard lock(s_->mu);
+    const auto now = s_->clock->now();
+    const bool cancelled = s_->engine.cancel(task, now);
+    s_->apply(now);
+    return cancelled;
+}
+
+std::optional<TaskStatus> SchedulerCore::status(TaskId task) const {
+    std::lock_guard lock(s_->mu);
+    return s_->engine.status(task);
+}
+
+asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
+    auto self = shared_from_this();
+    std::shared_ptr<WaitList> drained;
+    {
+        std::lock_guard lock(s_->mu);
+        s_->begin_shutdown(grace);
+        drained = s_->drained;
+    }
+    co_await drained->async_wait(asio::use_awaitable);
+}
+
+void SchedulerCore::shutdown_now() {
+    std::lock_guard lock(s_->mu);
+    s_->begin_shutdown(std::chrono::nanoseconds(0));
+}
+
+std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
+    auto q = std::make_shared<EventQueue>(s_->options.event_capacity);
+    std::lock_guard lock(s_->mu);
+    if (s_->drained->is_set())
+        q->close();
+    else
+        s_->subscribers.push_back(q);
+    return q;
+}
+
+asio::any_io_executor SchedulerCore::get_executor() const { return s_->executor; }
+
+asio::any_io_executor SchedulerCore::blocking_executor() {
+    std::lock_guard lock(s_->mu);
+    if (!s_->blocking) {
+        std::size_t n = s_->options.blocking_threads;
+        if (n == 0) n = std::max<std::size_t>(2, std::thread::hardware_concurrency());
+        s_->blocking = std::make_unique<BlockingPool>(n);
+    }
+    return s_->blocking->get_executor();
+}
+
+void SchedulerCore::heartbeat(LeaseId lease) {
+    std::lock_guard lock(s_->mu);
+    s_->engine.heartbeat(lease, s_->clock->now());
+}
+
+std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool) const {
+    std::lock_guard lock(s_->mu);
+    auto id = s_->engine.find_pool(pool);
+    if (!id) return std::nullopt;
+    return s_->engine.counters(*id);
+}
+
+std::uint64_t SchedulerCore::late_reports() const {
+    std::lock_guard lock(s_->mu);
+    return s_->engine.late_reports();
+}
+
+}  // namespace cronoq::detail

@@ -1,0 +1,72 @@
+// TaskContext, CancellationToken and offload: what an attempt sees.
+#include <cronoq/cancellation_token.hpp>
+#include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/offload.hpp>
+#include <cronoq/task_context.hpp>
+
+#include "attempt_state.hpp"
+
+#include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <stdexcept>
+
+namespace cronoq {
+
+// ---- CancellationToken ------------------------------------------------------------
+
+CancellationToken::CancellationToken() : state_(std::make_shared<detail::CancelState>()) {}
+
+bool CancellationToken::is_cancelled() const { return state_->is_cancelled(); }
+
+void CancellationToken::on_cancel(std::function<void()> callback) const { state_->on_cancel(std::move(callback)); }
+
+// ---- TaskContext ----------------------------------------------------------------------
+
+TaskId TaskContext::id() const { return state_->task->id; }
+LeaseId TaskContext::lease() const { return state_->lease; }
+std::uint32_t TaskContext::attempt() const { return state_->attempt; }
+const std::string& TaskContext::pool() const { return *state_->task->pool; }
+const std::string& TaskContext::kind() const { return state_->task->kind; }
+const std::optional<std::string>& TaskContext::key() const { return state_->task->key; }
+const Tags& TaskContext::tags() const { return state_->task->tags; }
+
+std::optional<std::string> TaskContext::tag(std::string_view name) const {
+    for (const auto& [k, v] : state_->task->tags)
+        if (k == name) return v;
+    return std::nullopt;
+}
+
+std::optional<std::chrono::system_clock::time_point> TaskContext::deadline() const { return state_->task->deadline; }
+std::optional<std::chrono::nanoseconds> TaskContext::timeout() const { return state_->task->timeout; }
+const std::optional<std::string>& TaskContext::traceparent() const { return state_->task->traceparent; }
+
+bool TaskContext::is_cancelled() const { return state_->cancel->is_cancelled(); }
+
+asio::awaitable<void> TaskContext::cancelled() const {
+    auto cancel = state_->cancel;  // the frame keeps the state alive
+    co_await cancel->waits().async_wait(asio::use_awaitable);
+}
+
+CancellationToken TaskContext::cancellation_token() const { return CancellationToken(state_->cancel); }
+
+void TaskContext::heartbeat() const {
+    if (!state_->needs_heartbeat || state_->cancel->is_cancelled()) return;
+    if (auto core = state_->core.lock()) core->heartbeat(state_->lease);
+}
+
+// ---- offload ----------------------------------------------------------------------------
+
+asio::awaitable<void> detail::offload_erased(const TaskContext& ctx, UniqueFunction<void()> job) {
+    auto core = ctx.state()->core.lock();
+    if (!core) throw std::logic_error("cronoq::offload: the scheduler of this context is gone");
+    auto done = WaitList::create();
+    asio::post(core->blocking_executor(), [job = std::move(job), done]() mutable {
+        job();
+        done->set();
+    });
+    core.reset();  // the job must not keep the scheduler alive
+    co_await done->async_wait(asio::use_awaitable);
+}
+
+}  // namespace cronoq
