@@ -35,7 +35,9 @@ auto offload(const TaskContext& ctx, F fn) {
     return [](TaskContext ctx, F fn) -> asio::awaitable<R> {
         auto slot = std::make_shared<Slot>();
         CancellationToken token = ctx.cancellation_token();
-        co_await detail::offload_erased(ctx, [slot, token, fn = std::move(fn)]() mutable {
+        // Build the job and the awaitable in statements of their own: GCC 12
+        // destroys by-value temporaries of a co_await full-expression twice.
+        detail::UniqueFunction<void()> job([slot, token, fn = std::move(fn)]() mutable {
             try {
                 if constexpr (std::is_void_v<R>) {
                     if constexpr (takes_token) fn(token); else fn();
@@ -47,6 +49,8 @@ auto offload(const TaskContext& ctx, F fn) {
                 slot->error = std::current_exception();
             }
         });
+        auto done = detail::offload_erased(ctx, std::move(job));
+        co_await std::move(done);
         if (slot->error) std::rethrow_exception(slot->error);
         if constexpr (!std::is_void_v<R>) co_return std::move(*slot->value);
     }(ctx, std::move(fn));

@@ -57,7 +57,10 @@ public:
             static_assert(std::is_same_v<R, asio::awaitable<Result<O>>>,
                           "a coroutine executor must return asio::awaitable<cronoq::Result<O>>");
             def_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
-                co_return detail::erase_result<O>(co_await (*fn)(std::move(ctx), std::static_pointer_cast<const P>(p)));
+                // A statement of its own: GCC 12 destroys by-value temporaries
+                // of a co_await full-expression twice.
+                auto attempt = (*fn)(std::move(ctx), std::static_pointer_cast<const P>(p));
+                co_return detail::erase_result<O>(co_await std::move(attempt));
             };
         } else {
             static_assert(std::is_same_v<R, Result<O>> || std::is_convertible_v<R, Result<O>> ||
@@ -65,7 +68,7 @@ public:
                           "a plain executor must return cronoq::Result<O> or O");
             def_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
                 auto payload = std::static_pointer_cast<const P>(p);
-                Result<O> r = co_await offload(ctx, [fn, ctx, payload]() -> Result<O> {
+                auto job = offload(ctx, [fn, ctx, payload]() -> Result<O> {
                     if constexpr (std::is_void_v<R>) {
                         (*fn)(ctx, payload);
                         return Result<O>{};
@@ -73,6 +76,7 @@ public:
                         return (*fn)(ctx, payload);
                     }
                 });
+                Result<O> r = co_await std::move(job);
                 co_return detail::erase_result<O>(std::move(r));
             };
         }
@@ -88,7 +92,8 @@ public:
     template <Executor<P, O> E>
     Pool& executor(std::shared_ptr<E> e) {
         def_.executor.run = [e](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
-            co_return detail::erase_result<O>(co_await e->execute(std::move(ctx), std::static_pointer_cast<const P>(p)));
+            auto attempt = e->execute(std::move(ctx), std::static_pointer_cast<const P>(p));
+            co_return detail::erase_result<O>(co_await std::move(attempt));
         };
         if constexpr (AbortableExecutor<E>)
             def_.executor.abort = [e](LeaseId lease) { e->abort(lease); };

@@ -15,7 +15,11 @@ namespace cronoq {
 template <class O>
 class TaskHandle {
 public:
+    /// An empty handle, only to be assigned to (`valid()` is false).
+    TaskHandle() = default;
     explicit TaskHandle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
+    bool valid() const { return state_ != nullptr; }
 
     TaskId id() const { return state_->id(); }
     /// The latest status the driver has seen.

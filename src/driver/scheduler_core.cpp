@@ -191,7 +191,10 @@ struct SchedulerCore::State {
     static asio::awaitable<void> run_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) {
         AttemptOutput out;
         try {
-            out = co_await a->pool->def.executor.run(TaskContext(a->state), a->state->task->payload);
+            // Not one expression: GCC 12 destroys by-value temporaries of a
+            // co_await full-expression twice.
+            auto attempt = a->pool->def.executor.run(TaskContext(a->state), a->state->task->payload);
+            out = co_await std::move(attempt);
         } catch (const TaskError& e) {
             out.error = e;
         } catch (const std::exception& e) {

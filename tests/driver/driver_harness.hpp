@@ -7,23 +7,28 @@
 #include <asio/io_context.hpp>
 
 #include <exception>
+#include <stdexcept>
 #include <optional>
 
 namespace cronoq::test {
 
-/// Runs `coro` on `io` until the io_context has no work left, and rethrows
-/// what the coroutine threw.
+/// Runs `io` until `coro` has completed (other work may remain), and
+/// returns its value or rethrows what it threw.
 template <class T>
 T run(asio::io_context& io, asio::awaitable<T> coro) {
     std::exception_ptr error;
+    bool done = false;
     std::optional<std::conditional_t<std::is_void_v<T>, char, T>> out;
     asio::co_spawn(io, std::move(coro), [&](std::exception_ptr e, auto... v) {
         error = e;
+        done = true;
         if constexpr (sizeof...(v) > 0) out.emplace(std::move(v)...);
         else out.emplace();
     });
     io.restart();
-    io.run();
+    while (!done && io.run_one()) {
+    }
+    if (!done) throw std::logic_error("the io_context ran out of work before the coroutine completed");
     if (error) std::rethrow_exception(error);
     if constexpr (!std::is_void_v<T>) return std::move(*out);
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 using namespace std::chrono_literals;
 using cronoq::Pool;
 using cronoq::Result;
@@ -37,4 +39,95 @@ TEST(ExecutorFn, IdleSchedulerLetsRunReturn) {
     auto h = sched.try_submit(Task<int>(1)).value();
     io.run();  // returns: nothing pending once the task is done
     EXPECT_EQ(h.status(), cronoq::TaskStatus::Succeeded);
+}
+
+TEST(ExecutorFn, PlainCallableRunsOffTheEventLoop) {
+    asio::io_context io;
+    const auto loop_thread = std::this_thread::get_id();
+    std::thread::id ran_on;
+    auto sched = Sched::builder()
+                     .pool(Pool<int, int>("blocking").executor_fn([&](TaskContext, std::shared_ptr<const int> x) {
+                         ran_on = std::this_thread::get_id();
+                         return *x + 1;  // plain O, no coroutine
+                     }))
+                     .build(io.get_executor());
+    const int got = cronoq::test::run(io, [&]() -> asio::awaitable<int> {
+        auto h = co_await sched.submit(Task<int>(1));
+        co_return *co_await h.result();
+    }());
+    EXPECT_EQ(got, 2);
+    EXPECT_NE(ran_on, loop_thread);
+}
+
+TEST(ExecutorFn, VoidResultAndThrownTaskErrorAreReported) {
+    asio::io_context io;
+    auto sched = Scheduler<int, void>::builder()
+                     .pool(Pool<int, void>("v").executor_fn(
+                         [](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<void>> {
+                             if (*x < 0) throw TaskError::permanent("negative input");
+                             co_return cronoq::ok();
+                         }))
+                     .build(io.get_executor());
+    auto good = sched.try_submit(Task<int>(1)).value();
+    auto bad = sched.try_submit(Task<int>(-1)).value();
+    io.run();
+    EXPECT_EQ(good.status(), cronoq::TaskStatus::Succeeded);
+    EXPECT_EQ(bad.status(), cronoq::TaskStatus::Failed);
+    EXPECT_THROW(cronoq::test::run(io, bad.result()), cronoq::TaskFailure);
+}
+
+TEST(ExecutorFn, ContextDescribesTheAttempt) {
+    asio::io_context io;
+    auto clock = std::make_shared<cronoq::ManualClock>();
+    std::optional<TaskContext> seen;
+    auto sched = Sched::builder()
+                     .clock(clock)
+                     .pool(doubling_pool())
+                     .pool(Pool<int, int>("ctx").executor_fn(
+                         [&](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
+                             seen = ctx;
+                             co_return 0;
+                         }))
+                     .build(io.get_executor());
+    auto h = sched.try_submit(Task<int>(0)
+                                  .pool("ctx")
+                                  .kind("resize")
+                                  .key("img-7")
+                                  .tag("traceparent", "00-abc-def-01")
+                                  .tag("tenant", "t1")
+                                  .deadline_in(10s)
+                                  .timeout(3s))
+                 .value();
+    io.run();
+    ASSERT_TRUE(seen);
+    EXPECT_EQ(seen->id(), h.id());
+    EXPECT_EQ(seen->attempt(), 1u);
+    EXPECT_EQ(seen->pool(), "ctx");
+    EXPECT_EQ(seen->kind(), "resize");
+    EXPECT_EQ(seen->key(), std::optional<std::string>("img-7"));
+    EXPECT_EQ(seen->tag("tenant"), std::optional<std::string>("t1"));
+    EXPECT_EQ(seen->tag("missing"), std::nullopt);
+    EXPECT_EQ(seen->traceparent(), std::optional<std::string>("00-abc-def-01"));
+    EXPECT_EQ(seen->deadline(), clock->system_now() + 10s);
+    EXPECT_EQ(seen->timeout(), std::optional<std::chrono::nanoseconds>(3s));
+    EXPECT_TRUE(seen->lease());
+    // Valid after the attempt ended, but then reports cancelled.
+    EXPECT_TRUE(seen->is_cancelled());
+}
+
+TEST(ExecutorFn, SubmitErrorsAreReported) {
+    asio::io_context io;
+    auto sched = Sched::builder().pool(doubling_pool()).build(io.get_executor());
+    auto unknown = sched.try_submit(Task<int>(1).pool("nope"));
+    ASSERT_FALSE(unknown);
+    EXPECT_EQ(unknown.error(), cronoq::SubmitError::UnknownPool);
+    EXPECT_NE(unknown.message().find("nope"), std::string::npos);
+    auto invalid = sched.try_submit(Task<int>(1).timeout(-1s));
+    ASSERT_FALSE(invalid);
+    EXPECT_EQ(invalid.error(), cronoq::SubmitError::Invalid);
+    EXPECT_THROW(cronoq::test::run(io, sched.submit(Task<int>(1).pool("nope"))), cronoq::SubmitException);
+    cronoq::test::run(io, sched.shutdown(0s));
+    auto late = sched.try_submit(Task<int>(1));
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error(), cronoq::SubmitError::ShuttingDown);
 }

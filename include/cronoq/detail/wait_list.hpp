@@ -74,13 +74,15 @@ private:
             return;
         }
         const std::uint64_t id = next_id_++;
-        waiters_.emplace(id, std::move(waiter));
-        lock.unlock();
+        // Assign the slot before `set()` on another thread can see the waiter
+        // and resume the coroutine: the slot belongs to that coroutine. The
+        // slot's handler itself only ever runs in the coroutine's context.
         if (slot.is_connected()) {
             slot.assign([self = shared_from_this(), id](asio::cancellation_type) {
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
         }
+        waiters_.emplace(id, std::move(waiter));
     }
 
     Waiter remove(std::uint64_t id) {
