@@ -432,6 +432,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     if (spec.retry)
         if (auto problem = detail::check_retry_policy(*spec.retry)) return {SubmitError::Invalid, "retry: " + *problem};
 
+    s.run_due_timers(now);
     PoolState& p = s.pools[spec.pool];
     const std::uint32_t slot = s.allocate_slot();
     TaskSlot& t = s.slots[slot];
@@ -457,9 +458,13 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
 
 bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
     State& s = *s_;
+    // What was due by `now` happened first: a completion that arrives after
+    // its attempt's timeout is late, whether or not tick() ran in between.
+    s.run_due_timers(now);
     const std::uint32_t* found = s.by_lease.find(lease.value);
     if (!found) {
         ++s.late;
+        s.settle(now);
         return false;
     }
     const std::uint32_t slot = *found;
@@ -480,24 +485,31 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
 
 bool Engine::heartbeat(LeaseId lease, Time now) {
     State& s = *s_;
+    s.run_due_timers(now);  // a heartbeat at or after the expiry is too late
     const std::uint32_t* found = s.by_lease.find(lease.value);
     if (!found) {
         ++s.late;
+        s.settle(now);
         return false;
     }
     TaskSlot& t = s.slots[*found];
     const auto& ttl = s.pools[t.pool].config.lease_ttl;
     if (ttl) t.lease_expiry = later(now, *ttl);
+    s.settle(now);
     return true;
 }
 
 bool Engine::cancel(TaskId task, Time now) {
     State& s = *s_;
+    s.run_due_timers(now);
     const std::uint32_t* found = s.by_task.find(task.value);
-    if (!found) return false;
+    const bool cancellable = found && !is_terminal(s.slots[*found].status);
+    if (!cancellable) {
+        s.settle(now);
+        return false;
+    }
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
-    if (is_terminal(t.status)) return false;
     if (t.status == TaskStatus::Running)
         s.abandon_attempt(slot, AbortReason::Cancelled, now);
     else
@@ -511,6 +523,7 @@ void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     p.capacity = capacity;
     p.counters.capacity = capacity;
     p.dirty = true;
+    s_->run_due_timers(now);
     s_->settle(now);
 }
 
@@ -521,6 +534,7 @@ void Engine::tick(Time now) {
 
 void Engine::shutdown(Time now, Time grace_end) {
     State& s = *s_;
+    s.run_due_timers(now);
     s.shutting_down = true;
     for (std::uint32_t slot = 0; slot < s.slots.size(); ++slot) {
         const TaskSlot& t = s.slots[slot];

@@ -858,5 +858,33 @@ TEST(RetentionTest, LiveTasksAreNeverForgotten) {
     EXPECT_EQ(h.dispatch_order(pool, t0 + 10000s), (std::vector<TaskId>{waiting}));
 }
 
+// Every call first processes what was due by its `now`, so whether the
+// owner ticked in between does not change the outcome.
+TEST(LateReportTest, CompletionAtTheTimeoutWithoutATickIsLate) {
+    Harness h;
+    const PoolId pool = h.add_pool(PoolConfig{"p", 1, fixed(2, 1s)});
+    const TaskId task = h.submit(TaskSpec{.pool = pool, .timeout = 10s}, t0);
+    const Dispatch first = h.only_dispatch();
+    EXPECT_FALSE(h.complete(first.lease, Outcome::success(), t0 + 10s));
+    EXPECT_EQ(h.engine.late_reports(), 1u);
+    EXPECT_EQ(h.engine.status(task), S::Retrying);
+    ASSERT_FALSE(h.last.empty());
+    const auto* abort = std::get_if<Abort>(&h.last[0]);
+    ASSERT_NE(abort, nullptr);
+    EXPECT_EQ(abort->reason, AbortReason::Timeout);
+}
+
+TEST(LeaseTest, HeartbeatAtTheExpiryWithoutATickIsLate) {
+    Harness h;
+    PoolConfig config{"p", 1, fixed(1, 1s)};
+    config.lease_ttl = 5s;
+    const PoolId pool = h.add_pool(config);
+    const TaskId task = h.submit(TaskSpec{.pool = pool}, t0);
+    const Dispatch first = h.only_dispatch();
+    EXPECT_TRUE(h.heartbeat(first.lease, t0 + 5s - 1ns));
+    EXPECT_FALSE(h.heartbeat(first.lease, t0 + 10s - 1ns + 1ns));
+    EXPECT_EQ(h.engine.status(task), S::DeadLettered);
+}
+
 }  // namespace
 }  // namespace cronoq::core::test

@@ -2,7 +2,11 @@
 // The scheduling engine: a deterministic, single-threaded, sans-IO state
 // machine (SPEC §1). It reads no clock, starts no thread and never sees a
 // payload. Every call takes `now`; the answers are actions, drained with
-// `drain()`. Not thread-safe: its owner serializes calls.
+// `drain()`. Each mutating call first processes what was due by `now` (as
+// `tick` would), so outcomes never depend on whether the owner ticked in
+// between: a completion or heartbeat that arrives at or after its attempt's
+// timeout or lease expiry is late. Not thread-safe: its owner serializes
+// calls.
 #include <cronoq/core/action.hpp>
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/core/time.hpp>
