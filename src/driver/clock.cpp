@@ -137,7 +137,13 @@ void ManualClock::fire_due() {
         armed_.erase(split, armed_.end());
     }
     std::sort(due.begin(), due.end(), [](auto& a, auto& b) { return a->at < b->at; });
-    for (auto& e : due) asio::post(e->work, std::move(e->on_due));
+    for (auto& e : due) {
+        // The timer may keep its entry: release the entry's work now; the
+        // posted callback is outstanding work of its own until it runs.
+        auto work = std::move(e->work);
+        e->work = asio::any_io_executor();
+        asio::post(work, std::move(e->on_due));
+    }
 }
 
 }  // namespace cronoq

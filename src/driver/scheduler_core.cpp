@@ -209,7 +209,9 @@ struct SchedulerCore::State {
         const TaskId id = a.state->task->id;
         {
             std::lock_guard lock(mu);
-            attempts.erase(a.state->lease);
+            // Not live: the engine abandoned the attempt, and what it threw
+            // on the way out (operation_aborted) is expected, not a panic.
+            const bool live = attempts.erase(a.state->lease) > 0;
             auto rec = tasks.find(id);
             if (rec != tasks.end()) rec->second.output = std::move(out.value);
             core::Outcome outcome;
@@ -220,7 +222,7 @@ struct SchedulerCore::State {
                     case TaskError::Kind::Permanent: outcome = core::Outcome::permanent(e.message()); break;
                     case TaskError::Kind::Cancelled: outcome = core::Outcome::cancelled(e.message()); break;
                 }
-                if (e.message().rfind("panic: ", 0) == 0)
+                if (live && e.message().rfind("panic: ", 0) == 0)
                     logger()->warn("task {} attempt {}: executor {}", id.value, a.state->attempt, e.message());
             }
             const auto now = clock->now();
