@@ -61,6 +61,9 @@ private:
         std::uint32_t value = 0;
     };
 
+    // Fibonacci hashing scatters sequential ids. (Identity hashing would keep
+    // neighbours together but turns the table into one long probe run that
+    // backward-shift deletion must walk end to end.)
     std::size_t home(std::uint64_t key) const {
         return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
     }

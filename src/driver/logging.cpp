@@ -6,7 +6,6 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <mutex>
 
 namespace cronoq {
@@ -33,7 +32,11 @@ std::shared_ptr<spdlog::logger> logger() {
 
 void set_logger(std::shared_ptr<spdlog::logger> l) {
     std::lock_guard lock(logger_mu);
-    current = l ? std::move(l) : std::make_shared<spdlog::logger>("cronoq", std::make_shared<spdlog::sinks::null_sink_mt>());
+    if (!l) {
+        l = std::make_shared<spdlog::logger>("cronoq", std::make_shared<spdlog::sinks::null_sink_mt>());
+        l->set_level(spdlog::level::off);  // not even formatted
+    }
+    current = std::move(l);
 }
 
 }  // namespace cronoq

@@ -63,6 +63,9 @@ asio::awaitable<void> detail::offload_erased(const TaskContext& ctx, UniqueFunct
     auto done = WaitList::create();
     asio::post(core->blocking_executor(), [job = std::move(job), done]() mutable {
         job();
+        // Destroy the job (and what it captured) before the waiter resumes:
+        // nothing of it may outlive the co_await on this thread.
+        job = UniqueFunction<void()>{};
         done->set();
     });
     core.reset();  // the job must not keep the scheduler alive
