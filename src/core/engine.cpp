@@ -53,7 +53,6 @@ struct TaskSlot {
     Time attempt_started{};
     Time attempt_deadline = never;  // timeout of the running attempt
     Time lease_expiry = never;      // last heartbeat + lease_ttl
-    Time finished_at{};
     Duration timeout{};        // 0: none
     Duration duration_hint{};  // 0: none
     RetryPolicy retry;
@@ -66,6 +65,19 @@ struct TaskSlot {
     TaskStatus status = TaskStatus::Ready;
     bool has_deadline = false;
 };
+
+// A terminal task: all that status lookups need, so that its big slot is
+// reused at once (hot in cache) while the task stays visible.
+struct RetainedTask {
+    TaskId id;
+    Time finished_at;
+    PoolId pool;
+    TaskStatus status;
+};
+
+// `by_task` maps an id to its slot, or, with this bit set, to the sequence
+// number (mod 2^31) of its RetainedTask.
+constexpr std::uint32_t retained_bit = 0x80000000u;
 
 enum class TimerKind : std::uint8_t { Attempt, RetryDone, ShutdownGrace };
 
@@ -103,13 +115,13 @@ struct Engine::State {
     detail::FlatIdMap by_task;
     detail::FlatIdMap by_lease;
     std::vector<Timer> timers;
-    detail::Ring<detail::QueueRef> retained;  // terminal tasks, oldest first
+    detail::Ring<RetainedTask> retained;  // terminal tasks, oldest first
+    std::uint32_t retained_head = 0;       // sequence number of retained.front()
     std::vector<PoolState> pools;
     std::vector<std::string> kinds{""};
     std::unordered_map<std::string, KindId> kind_ids{{"", 0}};
     std::vector<Action> actions;
     std::size_t live = 0;
-    std::size_t retained_count = 0;
     std::uint64_t late = 0;
     bool shutting_down = false;
     Time grace_end = never;
@@ -127,24 +139,24 @@ struct Engine::State {
         return static_cast<std::uint32_t>(slots.size() - 1);
     }
 
-    void release_slot(std::uint32_t s) {
-        TaskSlot& t = slots[s];
-        by_task.erase(t.id.value);
-        t.id = TaskId{};
-        t.message.clear();
-        t.message.shrink_to_fit();
-        ++t.gen;
-        free_slots.push_back(s);
+    /// The slot of a task that is not terminal.
+    std::optional<std::uint32_t> live_slot(TaskId id) const {
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v || (*v & retained_bit)) return std::nullopt;
+        return *v;
     }
 
-    const TaskSlot* find(TaskId id) const {
-        const std::uint32_t* s = by_task.find(id.value);
-        return s ? &slots[*s] : nullptr;
+    std::optional<TaskStatus> status_of(TaskId id) const {
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v) return std::nullopt;
+        if (!(*v & retained_bit)) return slots[*v].status;
+        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
+        return retained[offset].status;
     }
 
     // ---- actions ----------------------------------------------------------
     void emit_status(const TaskSlot& t, Time now) {
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, is_terminal(t.status) ? t.message : std::string{}});
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}});
     }
 
     // ---- timing helpers ---------------------------------------------------
@@ -243,8 +255,6 @@ struct Engine::State {
         if (t.status == TaskStatus::Ready) --c.ready;
         if (t.status == TaskStatus::Retrying) --c.retrying;
         t.status = status;
-        t.message = std::move(message);
-        t.finished_at = now;
         ++t.gen;
         switch (status) {
             case TaskStatus::Succeeded: ++c.succeeded; break;
@@ -254,9 +264,14 @@ struct Engine::State {
             default: break;
         }
         --live;
-        retained.push_back({s, t.gen});
-        ++retained_count;
-        emit_status(t, now);
+        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message)});
+        // Retain the task in compact form and free its slot.
+        const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
+        retained.push_back(RetainedTask{t.id, now, t.pool, status});
+        by_task.assign(t.id.value, retained_bit | seq);
+        t.id = TaskId{};
+        t.message.clear();
+        free_slots.push_back(s);
     }
 
     void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
@@ -338,15 +353,11 @@ struct Engine::State {
 
     void forget_retained(Time now) {
         while (!retained.empty()) {
-            const detail::QueueRef r = retained.front();
-            const TaskSlot& t = slots[r.slot];
-            if (t.gen == r.gen && retained_count <= config.retention_max && now - t.finished_at < config.retention)
-                break;
+            const RetainedTask& r = retained.front();
+            if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
+            by_task.erase(r.id.value);
             retained.pop_front();
-            if (t.gen == r.gen) {
-                --retained_count;
-                release_slot(r.slot);
-            }
+            retained_head = (retained_head + 1) & ~retained_bit;
         }
     }
 
@@ -502,9 +513,8 @@ bool Engine::heartbeat(LeaseId lease, Time now) {
 bool Engine::cancel(TaskId task, Time now) {
     State& s = *s_;
     s.run_due_timers(now);
-    const std::uint32_t* found = s.by_task.find(task.value);
-    const bool cancellable = found && !is_terminal(s.slots[*found].status);
-    if (!cancellable) {
+    const auto found = s.live_slot(task);  // terminal tasks are not live
+    if (!found) {
         s.settle(now);
         return false;
     }
@@ -559,9 +569,7 @@ std::optional<Time> Engine::next_wakeup() const {
 }
 
 std::optional<TaskStatus> Engine::status(TaskId task) const {
-    const TaskSlot* t = s_->find(task);
-    if (!t) return std::nullopt;
-    return t->status;
+    return s_->status_of(task);
 }
 
 void Engine::drain(std::vector<Action>& out) {
@@ -573,7 +581,7 @@ bool Engine::has_actions() const { return !s_->actions.empty(); }
 
 PoolCounters Engine::counters(PoolId pool) const { return s_->pools.at(pool).counters; }
 std::size_t Engine::live_tasks() const { return s_->live; }
-std::size_t Engine::retained_tasks() const { return s_->retained_count; }
+std::size_t Engine::retained_tasks() const { return s_->retained.size(); }
 std::uint64_t Engine::late_reports() const { return s_->late; }
 
 }  // namespace cronoq::core

@@ -33,6 +33,19 @@ public:
         }
     }
 
+    /// Replaces the value of a present key; false if absent.
+    bool assign(std::uint64_t key, std::uint32_t value) {
+        if (key == 0) return false;
+        for (std::size_t i = home(key);; i = (i + 1) & mask_) {
+            Bucket& b = buckets_[i];
+            if (b.key == key) {
+                b.value = value;
+                return true;
+            }
+            if (b.key == 0) return false;
+        }
+    }
+
     bool erase(std::uint64_t key) {
         if (key == 0) return false;
         std::size_t i = home(key);

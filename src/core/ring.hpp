@@ -11,6 +11,8 @@ public:
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
     const T& front() const { return items_[head_]; }
+    /// The i-th element from the front.
+    const T& operator[](std::size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
 
     void push_back(const T& value) {
         if (size_ == items_.size()) grow();
