@@ -4,6 +4,7 @@
 #include <cronoq/cancellation_token.hpp>
 #include <cronoq/clock.hpp>
 #include <cronoq/config_error.hpp>
+#include <cronoq/cron_expr.hpp>
 #include <cronoq/event_stream.hpp>
 #include <cronoq/executor.hpp>
 #include <cronoq/ids.hpp>
