@@ -2,6 +2,8 @@
 // rule): fixed-time schedules are never lost nor doubled, wildcard schedules
 // follow real time. Expected instants are UTC, computed by hand from the 2026
 // transitions, which the first test checks against the tz database.
+#include "cron_test_time.hpp"
+
 #include <cronoq/config_error.hpp>
 #include <cronoq/cron_expr.hpp>
 
@@ -24,17 +26,8 @@ using namespace std::chrono_literals;
 using TimePoint = std::chrono::system_clock::time_point;
 using Strings = std::vector<std::string>;
 
-date::sys_seconds utc(const std::string& rfc3339) {
-    std::istringstream in(rfc3339);
-    date::sys_seconds parsed;
-    in >> date::parse("%Y-%m-%dT%H:%M:%SZ", parsed);
-    if (in.fail()) throw std::invalid_argument("bad test time " + rfc3339);
-    return parsed;
-}
-
-std::string rfc3339(TimePoint t) {
-    return date::format("%Y-%m-%dT%H:%M:%SZ", std::chrono::floor<std::chrono::seconds>(t));
-}
+using cron_test_time::rfc3339;
+using cron_test_time::utc;
 
 // The next `count` occurrences after `after`, as RFC 3339 text.
 Strings occurrences(const std::string& expr, const std::string& tz, const std::string& after, int count) {

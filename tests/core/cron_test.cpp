@@ -4,6 +4,8 @@
 // Expected times are written as UTC RFC 3339 strings and were computed by
 // hand; a second check compares next_after against a day-by-day reference
 // matcher on random expressions.
+#include "cron_test_time.hpp"
+
 #include <cronoq/config_error.hpp>
 #include <cronoq/cron_expr.hpp>
 
@@ -25,17 +27,8 @@ namespace {
 using namespace std::chrono_literals;
 using TimePoint = std::chrono::system_clock::time_point;
 
-TimePoint utc(const std::string& rfc3339) {
-    std::istringstream in(rfc3339);
-    date::sys_seconds parsed;
-    in >> date::parse("%Y-%m-%dT%H:%M:%SZ", parsed);
-    if (in.fail()) throw std::invalid_argument("bad test time " + rfc3339);
-    return parsed;
-}
-
-std::string rfc3339(TimePoint t) {
-    return date::format("%Y-%m-%dT%H:%M:%SZ", std::chrono::floor<std::chrono::seconds>(t));
-}
+using cron_test_time::rfc3339;
+using cron_test_time::utc;
 
 // The next occurrence as RFC 3339 text, or "none".
 std::string next(const std::string& expr, const std::string& after, const std::string& tz = "UTC") {

@@ -274,21 +274,30 @@ TEST(Events, ShutdownEndsAWaitingReaderWithNullopt) {
     EXPECT_EQ(cronoq::test::run(io, read_one(&stream)), std::nullopt);
 }
 
-TEST(Events, CancellingAWaitingReaderAbortsItAndLosesNoEvent) {
-    asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
-    auto stream = sched.subscribe();
+// A reader waiting in next() whose coroutine the test can cancel.
+struct CancellableReader {
     asio::cancellation_signal signal;
     std::exception_ptr error;
     bool done = false;
     std::optional<StatusEvent> got;
-    asio::co_spawn(io, read_one(&stream),
-                   asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e, std::optional<StatusEvent> v) {
-                       error = e;
-                       got = std::move(v);
-                       done = true;
-                   }));
-    io.poll();
+
+    CancellableReader(asio::io_context& io, EventStream& stream) {
+        asio::co_spawn(io, read_one(&stream),
+                       asio::bind_cancellation_slot(signal.slot(), [this](std::exception_ptr e, std::optional<StatusEvent> v) {
+                           error = e;
+                           got = std::move(v);
+                           done = true;
+                       }));
+        io.poll();
+    }
+};
+
+TEST(Events, CancellingAWaitingReaderAbortsItAndLosesNoEvent) {
+    asio::io_context io;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto stream = sched.subscribe();
+    CancellableReader reader(io, stream);
+    auto& [signal, error, done, got] = reader;
     ASSERT_FALSE(done);
     signal.emit(asio::cancellation_type::terminal);
     io.poll();
@@ -315,17 +324,8 @@ TEST(Events, CancellationRacingAnArrivingEventLosesNoEvent) {
     asio::io_context io;
     auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
     auto stream = sched.subscribe();
-    asio::cancellation_signal signal;
-    std::exception_ptr error;
-    bool done = false;
-    std::optional<StatusEvent> got;
-    asio::co_spawn(io, read_one(&stream),
-                   asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e, std::optional<StatusEvent> v) {
-                       error = e;
-                       got = std::move(v);
-                       done = true;
-                   }));
-    io.poll();
+    CancellableReader reader(io, stream);
+    auto& [signal, error, done, got] = reader;
     ASSERT_FALSE(done);
     // An event wakes the reader (its resumption is posted), then the reader
     // is cancelled before it runs: whichever wins, the event is not lost.

@@ -107,7 +107,10 @@ TEST(Timing, HeartbeatsKeepAnAttemptAlivePastTheTtl) {
     EXPECT_THROW(test::run(f.io, silent.result()), TaskFailure);
 }
 
-TEST(Timing, LowOvertakesFreshNormalAfterWaiting46s) {
+// One worker held by a blocker; a Low task is queued, time passes, a fresh
+// Normal task is queued, then the blocker is cancelled: returns the order in
+// which the two ran.
+static std::vector<int> low_then_normal_order(std::chrono::nanoseconds low_waits_longer) {
     Fixture f;
     std::vector<int> order;
     auto sched = Sched::builder()
@@ -125,40 +128,18 @@ TEST(Timing, LowOvertakesFreshNormalAfterWaiting46s) {
     auto blocker = sched.try_submit(Task<int>(0)).value();
     f.io.poll();
     sched.try_submit(Task<int>(1).priority(Priority::Low)).value();
-    f.advance(46s);
+    f.advance(low_waits_longer);
     sched.try_submit(Task<int>(2).priority(Priority::Normal)).value();
-    f.advance(40s);  // waiting does not change the order any more: both age
+    f.advance(40s);  // waiting longer changes nothing now: both age alike
     blocker.cancel();
     f.io.restart();
     f.io.run();
-    EXPECT_EQ(order, (std::vector<int>{1, 2}));
+    return order;
 }
 
-TEST(Timing, LowDoesNotOvertakeFreshNormalAfter40s) {
-    Fixture f;
-    std::vector<int> order;
-    auto sched = Sched::builder()
-                     .clock(f.clock)
-                     .pool(Pool<int, int>("p").workers(1, 1, 1).executor_fn(
-                         [&](TaskContext ctx, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
-                             if (*x == 0) {
-                                 co_await ctx.cancelled();
-                                 co_return TaskError::cancelled();
-                             }
-                             order.push_back(*x);
-                             co_return *x;
-                         }))
-                     .build(f.io.get_executor());
-    auto blocker = sched.try_submit(Task<int>(0)).value();
-    f.io.poll();
-    sched.try_submit(Task<int>(1).priority(Priority::Low)).value();
-    f.advance(40s);
-    sched.try_submit(Task<int>(2).priority(Priority::Normal)).value();
-    blocker.cancel();
-    f.io.restart();
-    f.io.run();
-    EXPECT_EQ(order, (std::vector<int>{2, 1}));
-}
+TEST(Timing, LowOvertakesFreshNormalAfterWaiting46s) { EXPECT_EQ(low_then_normal_order(46s), (std::vector<int>{1, 2})); }
+
+TEST(Timing, LowDoesNotOvertakeFreshNormalAfter40s) { EXPECT_EQ(low_then_normal_order(40s), (std::vector<int>{2, 1})); }
 
 TEST(Timing, IdleSchedulerArmsNoTimer) {
     Fixture f;
