@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <functional>
+#include <string_view>
 #include <unordered_map>
 
 namespace cronoq::core {
@@ -99,6 +101,12 @@ struct PoolState {
     bool dirty = false;                  // may dispatch
 };
 
+// Lets kind_ids be searched with a string_view.
+struct KindHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
 std::string describe_pool(const PoolConfig& c) { return "pool \"" + c.name + "\": "; }
 
 void check_finite_nonneg(double v, const char* field) {
@@ -119,7 +127,7 @@ struct Engine::State {
     std::uint32_t retained_head = 0;       // sequence number of retained.front()
     std::vector<PoolState> pools;
     std::vector<std::string> kinds{""};
-    std::unordered_map<std::string, KindId> kind_ids{{"", 0}};
+    std::unordered_map<std::string, KindId, KindHash, std::equal_to<>> kind_ids{{"", 0}};
     std::vector<Action> actions;
     std::size_t live = 0;
     std::uint64_t late = 0;
@@ -421,7 +429,7 @@ std::size_t Engine::pool_count() const { return s_->pools.size(); }
 const PoolConfig& Engine::pool_config(PoolId pool) const { return s_->pools.at(pool).config; }
 
 KindId Engine::intern_kind(std::string_view name) {
-    auto it = s_->kind_ids.find(std::string(name));
+    auto it = s_->kind_ids.find(name);  // heterogeneous: no string built per submit
     if (it != s_->kind_ids.end()) return it->second;
     const auto id = static_cast<KindId>(s_->kinds.size());
     s_->kinds.emplace_back(name);

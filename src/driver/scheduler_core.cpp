@@ -96,7 +96,8 @@ struct SchedulerCore::State {
     void apply(core::Time now) {
         engine.drain(actions);
         if (actions.empty()) return rearm();
-        const auto wall = clock->system_now();
+        // Wall time only stamps events: read that clock only for subscribers.
+        const auto wall = subscribers.empty() ? std::chrono::system_clock::time_point{} : clock->system_now();
         for (core::Action& action : actions) {
             std::visit([&](auto& a) { on(a, now, wall); }, action);
         }
@@ -301,7 +302,9 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest
         spec.pool = *id;
     }
     const auto now = s.clock->now();
-    const auto wall = s.clock->system_now();
+    // Wall time matters only to map a deadline: read it only then.
+    const bool has_deadline = r.deadline_at || r.deadline_in;
+    const auto wall = has_deadline ? s.clock->system_now() : std::chrono::system_clock::time_point{};
     spec.priority = r.priority;
     spec.kind = s.engine.intern_kind(r.kind);
     if (r.deadline_at) spec.deadline = now + std::chrono::duration_cast<core::Duration>(*r.deadline_at - wall);

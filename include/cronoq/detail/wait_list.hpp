@@ -17,7 +17,7 @@
 #include <asio/prefer.hpp>
 
 #include <cstdint>
-#include <map>
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -38,7 +38,7 @@ public:
     }
 
     void set() {
-        std::map<std::uint64_t, Waiter> waiters;
+        std::vector<std::pair<std::uint64_t, Waiter>> waiters;
         {
             std::lock_guard lock(mu_);
             set_ = true;
@@ -82,12 +82,13 @@ private:
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
         }
-        waiters_.emplace(id, std::move(waiter));
+        waiters_.emplace_back(id, std::move(waiter));
     }
 
     Waiter remove(std::uint64_t id) {
         std::lock_guard lock(mu_);
-        auto it = waiters_.find(id);
+        // Few waiters wait on one flag: a linear search beats a tree.
+        auto it = std::find_if(waiters_.begin(), waiters_.end(), [id](const auto& w) { return w.first == id; });
         if (it == waiters_.end()) return {};
         Waiter w = std::move(it->second);
         waiters_.erase(it);
@@ -97,7 +98,7 @@ private:
     mutable std::mutex mu_;
     bool set_ = false;
     std::uint64_t next_id_ = 0;
-    std::map<std::uint64_t, Waiter> waiters_;
+    std::vector<std::pair<std::uint64_t, Waiter>> waiters_;
 };
 
 }  // namespace cronoq::detail
