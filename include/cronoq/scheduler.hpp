@@ -51,6 +51,7 @@ public:
     static Builder builder() { return Builder{}; }
 
     /// Submits without waiting. Errors: UnknownPool, ShuttingDown, Invalid.
+    /// A key held by a live or retained task gives a handle to that task.
     SubmitResult<TaskHandle<O>> try_submit(Task<P> task) {
         auto r = owner_->core->try_submit(std::move(task).request());
         if (!r) return {r.error(), r.message()};
@@ -65,14 +66,13 @@ public:
         co_return TaskHandle<O>(std::move(r).value());
     }
 
-    /// Cancels a task that has not ended: a queued one ends `Cancelled` at
-    /// once, a running one is aborted. False if unknown or already terminal.
-    bool cancel(TaskRef ref) { return ref.id && owner_->core->cancel(*ref.id); }
+    /// Cancels a task (by id or key) that has not ended: a queued one ends
+    /// `Cancelled` at once, a running one is aborted. False if unknown or
+    /// already terminal.
+    bool cancel(TaskRef ref) { return owner_->core->cancel(ref); }
 
     /// A live or retained task's status; empty if unknown or forgotten.
-    std::optional<TaskStatus> status(TaskRef ref) const {
-        return ref.id ? owner_->core->status(*ref.id) : std::nullopt;
-    }
+    std::optional<TaskStatus> status(TaskRef ref) const { return owner_->core->status(ref); }
 
     /// Every status transition from now on; see EventStream.
     EventStream subscribe() { return EventStream(owner_->core->subscribe()); }

@@ -4,6 +4,7 @@
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/retry_policy.hpp>
+#include <cronoq/task_ref.hpp>
 
 #include <chrono>
 #include <memory>
@@ -11,15 +12,6 @@
 #include <utility>
 
 namespace cronoq {
-
-/// Names a task by id or by key.
-struct TaskRef {
-    TaskRef(TaskId id) : id(id) {}
-    TaskRef(std::string k) : key(std::move(k)) {}
-    TaskRef(const char* k) : key(k) {}
-    std::optional<TaskId> id;
-    std::optional<std::string> key;
-};
 
 /// A value type; every setter returns `*this`. Validated at submit.
 template <class P>
@@ -33,7 +25,9 @@ public:
     /// A label for metrics and learned run times, e.g. "resize".
     Task& kind(std::string name) { r_.kind = std::move(name); return *this; }
     Task& priority(Priority p) { r_.priority = p; return *this; }
-    /// Stored and handed to attempts (`TaskContext::key()`).
+    /// Idempotency: while a live or retained task holds this key, submitting
+    /// it again runs nothing new and returns a handle to that task. Handed
+    /// to attempts as `TaskContext::key()`; names the task in a `TaskRef`.
     Task& key(std::string k) { r_.key = std::move(k); return *this; }
     /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
     Task& deadline_in(std::chrono::nanoseconds d) { r_.deadline_in = d; r_.deadline_at.reset(); return *this; }

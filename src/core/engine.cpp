@@ -59,6 +59,7 @@ struct TaskSlot {
     Duration duration_hint{};  // 0: none
     RetryPolicy retry;
     std::string message;       // last error
+    std::string key;           // idempotency key, "" for none
     PoolId pool = 0;
     KindId kind = 0;
     std::uint32_t attempt = 0;
@@ -75,6 +76,7 @@ struct RetainedTask {
     Time finished_at;
     PoolId pool;
     TaskStatus status;
+    std::string key;  // released when the task is forgotten
 };
 
 // `by_task` maps an id to its slot, or, with this bit set, to the sequence
@@ -128,6 +130,7 @@ struct Engine::State {
     std::vector<PoolState> pools;
     std::vector<std::string> kinds{""};
     std::unordered_map<std::string, KindId, KindHash, std::equal_to<>> kind_ids{{"", 0}};
+    std::unordered_map<std::string, TaskId, KindHash, std::equal_to<>> keys;  // of live and retained tasks
     std::vector<Action> actions;
     std::size_t live = 0;
     std::uint64_t late = 0;
@@ -275,10 +278,11 @@ struct Engine::State {
         actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message)});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-        retained.push_back(RetainedTask{t.id, now, t.pool, status});
+        retained.push_back(RetainedTask{t.id, now, t.pool, status, std::move(t.key)});
         by_task.assign(t.id.value, retained_bit | seq);
         t.id = TaskId{};
         t.message.clear();
+        t.key.clear();
         free_slots.push_back(s);
     }
 
@@ -364,6 +368,8 @@ struct Engine::State {
             const RetainedTask& r = retained.front();
             if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
             by_task.erase(r.id.value);
+            if (!r.key.empty()) keys.erase(r.key);
+            actions.emplace_back(Forget{r.id});
             retained.pop_front();
             retained_head = (retained_head + 1) & ~retained_bit;
         }
@@ -451,7 +457,14 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     if (spec.retry)
         if (auto problem = detail::check_retry_policy(*spec.retry)) return {SubmitError::Invalid, "retry: " + *problem};
 
+    if (spec.key && spec.key->empty()) return {SubmitError::Invalid, "key must not be empty"};
     s.run_due_timers(now);
+    if (spec.key) {
+        if (auto held = s.keys.find(*spec.key); held != s.keys.end()) {
+            s.settle(now);
+            return held->second;
+        }
+    }
     PoolState& p = s.pools[spec.pool];
     const std::uint32_t slot = s.allocate_slot();
     TaskSlot& t = s.slots[slot];
@@ -467,6 +480,10 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     t.timeout = spec.timeout ? *spec.timeout : p.config.default_timeout.value_or(Duration{});
     t.retry = spec.retry.value_or(p.config.retry);
     s.by_task.insert(t.id.value, slot);
+    if (spec.key) {
+        t.key = *spec.key;
+        s.keys.emplace(t.key, t.id);
+    }
     ++s.live;
     ++p.counters.submitted;
     if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
@@ -574,6 +591,12 @@ bool Engine::is_shutting_down() const { return s_->shutting_down; }
 std::optional<Time> Engine::next_wakeup() const {
     if (s_->timers.empty()) return std::nullopt;
     return s_->timers.front().at;
+}
+
+std::optional<TaskId> Engine::find_key(std::string_view key) const {
+    auto held = s_->keys.find(key);
+    if (held == s_->keys.end()) return std::nullopt;
+    return held->second;
 }
 
 std::optional<TaskStatus> Engine::status(TaskId task) const {

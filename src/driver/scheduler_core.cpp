@@ -153,7 +153,16 @@ struct SchedulerCore::State {
         if (s.status == TaskStatus::Failed || s.status == TaskStatus::DeadLettered)
             logger()->info("task {} {} after {} attempt(s): {}", s.task.value, to_string(s.status), s.attempt, s.message);
         rec.handle->finish(s.status, s.attempt, s.message, s.status == TaskStatus::Succeeded ? rec.output : nullptr);
-        tasks.erase(it);
+        // A keyed task's record stays while the engine retains the task, so
+        // that a resubmitted key gets a handle to its outcome (until Forget).
+        if (!rec.info->key) tasks.erase(it);
+    }
+
+    void on(core::Forget& f, core::Time, std::chrono::system_clock::time_point) { tasks.erase(f.task); }
+
+    std::optional<TaskId> resolve(const TaskRef& ref) const {
+        if (ref.id) return ref.id;
+        return ref.key ? engine.find_key(*ref.key) : std::nullopt;
     }
 
     void on(core::ScaleTo&, core::Time, std::chrono::system_clock::time_point) {}
@@ -255,7 +264,7 @@ struct SchedulerCore::State {
 
     void check_drained() {
         if (!shutting_down || drained->is_set()) return;
-        if (engine.live_tasks() != 0 || coroutines != 0 || !tasks.empty()) return;
+        if (engine.live_tasks() != 0 || coroutines != 0) return;
         armed.reset();
         timer->disarm();
         for (auto& w : subscribers)
@@ -312,8 +321,10 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest
     spec.duration_hint = r.duration_hint;
     spec.timeout = r.timeout;
     spec.retry = r.retry;
+    spec.key = r.key;
     auto id = s.engine.submit(spec, now);
     if (!id) return {id.error(), id.message()};
+    if (auto held = s.tasks.find(id.value()); held != s.tasks.end()) return held->second.handle;  // the key's task
 
     const PoolRuntime& pool = s.pools[spec.pool];
     auto info = std::make_shared<TaskInfo>();
@@ -336,17 +347,20 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest
     return handle;
 }
 
-bool SchedulerCore::cancel(TaskId task) {
+bool SchedulerCore::cancel(const TaskRef& ref) {
     std::lock_guard lock(s_->mu);
+    const auto task = s_->resolve(ref);
+    if (!task) return false;
     const auto now = s_->clock->now();
-    const bool cancelled = s_->engine.cancel(task, now);
+    const bool cancelled = s_->engine.cancel(*task, now);
     s_->apply(now);
     return cancelled;
 }
 
-std::optional<TaskStatus> SchedulerCore::status(TaskId task) const {
+std::optional<TaskStatus> SchedulerCore::status(const TaskRef& ref) const {
     std::lock_guard lock(s_->mu);
-    return s_->engine.status(task);
+    const auto task = s_->resolve(ref);
+    return task ? s_->engine.status(*task) : std::nullopt;
 }
 
 asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {

@@ -491,6 +491,12 @@ private:
                 ++i;
             } else if (const auto* st = std::get_if<Status>(&a)) {
                 on_status(*st, op, std::nullopt);
+            } else if (const auto* fg = std::get_if<Forget>(&a)) {
+                ASSERT_TRUE(by_id_.count(fg->task.value)) << "Forget of an unknown task";
+                const TaskModel& t = tasks_[by_id_.at(fg->task.value)];
+                ASSERT_TRUE(is_terminal(t.state)) << "Forget of a task that has not ended";
+                ASSERT_FALSE(t.forgotten) << "a task forgotten twice";
+                forgets_in_call_.push_back(fg->task.value);
             } else {
                 FAIL() << "unexpected action (ScaleTo / SpaceAvailable) without autoscaling or bounds";
             }
@@ -501,6 +507,12 @@ private:
         live_.erase(std::remove_if(live_.begin(), live_.end(), [this](std::size_t idx) { return is_terminal(tasks_[idx].state); }),
                     live_.end());
         if (op.settled) forget_expired();
+        // The engine says Forget for exactly the tasks the model forgot.
+        std::sort(forgets_in_call_.begin(), forgets_in_call_.end());
+        std::sort(forgotten_in_call_.begin(), forgotten_in_call_.end());
+        ASSERT_EQ(forgets_in_call_, forgotten_in_call_) << "Forget actions differ from the retention rule";
+        forgets_in_call_.clear();
+        forgotten_in_call_.clear();
         check(op);
     }
 
@@ -813,6 +825,7 @@ private:
             const bool over = finished_.size() - forgotten_ > retention_max;
             if (!over && now_ - f.finished_at < retention) break;
             f.forgotten = true;
+            forgotten_in_call_.push_back(f.id.value);
             ++forgotten_;
         }
     }
@@ -917,6 +930,8 @@ private:
     std::vector<std::size_t> finished_;
     std::vector<std::size_t> retried_in_call_;
     std::size_t forgotten_ = 0;
+    std::vector<std::uint64_t> forgets_in_call_;     // Forget actions of this call
+    std::vector<std::uint64_t> forgotten_in_call_;   // what the model forgot in it
     std::uint64_t late_ = 0;
     std::uint64_t last_task_id_ = 0;
     std::uint64_t ready_seq_ = 0;

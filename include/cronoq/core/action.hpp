@@ -53,6 +53,13 @@ struct SpaceAvailable {
     PoolId pool;
 };
 
-using Action = std::variant<Dispatch, Abort, Status, ScaleTo, SpaceAvailable>;
+/// The engine no longer knows this terminal task: its retention ended (by
+/// age or count). `status()` is empty from now on and its key, if any, is
+/// free again. The driver drops what it kept for the task.
+struct Forget {
+    TaskId task;
+};
+
+using Action = std::variant<Dispatch, Abort, Status, ScaleTo, SpaceAvailable, Forget>;
 
 }  // namespace cronoq::core

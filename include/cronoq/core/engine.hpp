@@ -62,8 +62,13 @@ public:
 
     /// Admits a task (status Ready, or dispatched at once if its pool has a
     /// free slot). Errors: UnknownPool, ShuttingDown, Invalid (bad timeout,
-    /// retry policy or kind); a rejected task leaves no trace.
+    /// retry policy or kind); a rejected task leaves no trace. A key held by
+    /// a live or retained task returns that task's id and admits nothing
+    /// (no action is emitted).
     SubmitResult<TaskId> submit(const TaskSpec& spec, Time now);
+
+    /// The live or retained task holding `key`.
+    std::optional<TaskId> find_key(std::string_view key) const;
 
     /// Reports the end of the attempt holding `lease`. Returns false, and
     /// changes nothing but the late-report count, when the lease is not live

@@ -42,6 +42,9 @@ struct TaskSpec {
     std::optional<Duration> duration_hint;
     std::optional<Duration> timeout;     ///< per attempt; else the pool's default
     std::optional<RetryPolicy> retry;    ///< else the pool's policy
+    /// Idempotency key: while a live or retained task holds it, submitting
+    /// it again admits nothing and returns that task's id.
+    std::optional<std::string> key;
 };
 
 /// How an attempt ended, as reported by its executor.

@@ -7,6 +7,7 @@
 #include <cronoq/detail/handle_state.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/submit_error.hpp>
+#include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -38,8 +39,8 @@ public:
     ~SchedulerCore();
 
     SubmitResult<std::shared_ptr<HandleState>> try_submit(TaskRequest request);
-    bool cancel(TaskId task);
-    std::optional<TaskStatus> status(TaskId task) const;
+    bool cancel(const TaskRef& task);
+    std::optional<TaskStatus> status(const TaskRef& task) const;
     asio::awaitable<void> shutdown(std::chrono::nanoseconds grace);
     /// Starts a shutdown with zero grace and does not wait for it.
     void shutdown_now();
