@@ -1,0 +1,392 @@
+#pragma once
+// The engine's internal state and its transitions. Private to the engine:
+// included by engine.cpp only, which holds the public API over it.
+#include <cronoq/config_error.hpp>
+#include <cronoq/core/engine.hpp>
+
+#include "backoff.hpp"
+#include "flat_id_map.hpp"
+#include "ready_queue.hpp"
+#include "ring.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
+
+namespace cronoq::core {
+
+
+// Ids come from process-wide counters so that they are unique across every
+// engine in the process, as the public contract promises.
+inline std::atomic<std::uint64_t> next_task_id{1};
+inline std::atomic<std::uint64_t> next_lease_id{1};
+
+inline constexpr Time never = Time::max();
+inline constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+
+// `now + d` for d >= 0, saturating: a time past the end of the axis is
+// `never` (e.g. a timeout of Duration::max() means no timeout) instead of a
+// signed overflow that wraps into the past and fires at once.
+inline Time later(Time now, Duration d) {
+    if (now.time_since_epoch().count() > 0 && d > never - now) return never;
+    return now + d;
+}
+
+// Exponentially weighted mean run time of a (pool, kind); the first sample
+// sets it.
+struct RunTimeMean {
+    double nanos = 0;
+    bool seen = false;
+    void add(Duration d) {
+        const auto x = static_cast<double>(d.count());
+        nanos = seen ? nanos + 0.2 * (x - nanos) : x;
+        seen = true;
+    }
+};
+
+struct TaskSlot {
+    TaskId id;                 // 0 while the slot is free
+    LeaseId lease;             // live lease while Running
+    Time ready_since{};        // aging origin
+    Time latest_start{};       // with a deadline
+    Time deadline{};
+    Time attempt_started{};
+    Time attempt_deadline = never;  // timeout of the running attempt
+    Time lease_expiry = never;      // last heartbeat + lease_ttl
+    Duration timeout{};        // 0: none
+    Duration duration_hint{};  // 0: none
+    RetryPolicy retry;
+    std::string message;       // last error
+    std::string key;           // idempotency key, "" for none
+    PoolId pool = 0;
+    KindId kind = 0;
+    std::uint32_t attempt = 0;
+    std::uint32_t gen = 0;     // bumped on every transition: stale queue and timer entries
+    Priority priority = Priority::Normal;
+    TaskStatus status = TaskStatus::Ready;
+    bool has_deadline = false;
+};
+
+// A terminal task: all that status lookups need, so that its big slot is
+// reused at once (hot in cache) while the task stays visible.
+struct RetainedTask {
+    TaskId id;
+    Time finished_at;
+    PoolId pool;
+    TaskStatus status;
+    std::string key;  // released when the task is forgotten
+};
+
+// `by_task` maps an id to its slot, or, with this bit set, to the sequence
+// number (mod 2^31) of its RetainedTask.
+inline constexpr std::uint32_t retained_bit = 0x80000000u;
+
+enum class TimerKind : std::uint8_t { Attempt, RetryDone, ShutdownGrace };
+
+struct Timer {
+    Time at;
+    std::uint32_t slot;
+    std::uint32_t gen;
+    TimerKind kind;
+    // Min-heap order for std::push_heap.
+    friend bool operator<(const Timer& a, const Timer& b) { return a.at > b.at; }
+};
+
+struct PoolState {
+    PoolConfig config;
+    std::size_t capacity = 0;
+    PoolCounters counters;
+    detail::ReadyQueue queue;
+    std::vector<RunTimeMean> run_times;  // by kind
+    bool dirty = false;                  // may dispatch
+};
+
+// Lets kind_ids be searched with a string_view.
+struct KindHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+inline std::string describe_pool(const PoolConfig& c) { return "pool \"" + c.name + "\": "; }
+
+inline void check_finite_nonneg(double v, const char* field) {
+    if (!std::isfinite(v) || v < 0) throw ConfigError(std::string(field) + " must be a finite number >= 0");
+}
+
+
+struct Engine::State {
+    EngineConfig config;
+    detail::Rng rng;
+    std::vector<TaskSlot> slots;
+    std::vector<std::uint32_t> free_slots;
+    detail::FlatIdMap by_task;
+    detail::FlatIdMap by_lease;
+    std::vector<Timer> timers;
+    detail::Ring<RetainedTask> retained;  // terminal tasks, oldest first
+    std::uint32_t retained_head = 0;       // sequence number of retained.front()
+    std::vector<PoolState> pools;
+    std::vector<std::string> kinds{""};
+    std::unordered_map<std::string, KindId, KindHash, std::equal_to<>> kind_ids{{"", 0}};
+    std::unordered_map<std::string, TaskId, KindHash, std::equal_to<>> keys;  // of live and retained tasks
+    std::vector<Action> actions;
+    std::size_t live = 0;
+    std::uint64_t late = 0;
+    bool shutting_down = false;
+    Time grace_end = never;
+
+    explicit State(EngineConfig c) : config(std::move(c)), rng(config.seed) {}
+
+    // ---- slots ------------------------------------------------------------
+    std::uint32_t allocate_slot() {
+        if (!free_slots.empty()) {
+            const std::uint32_t s = free_slots.back();
+            free_slots.pop_back();
+            return s;
+        }
+        slots.emplace_back();
+        return static_cast<std::uint32_t>(slots.size() - 1);
+    }
+
+    /// The slot of a task that is not terminal.
+    std::optional<std::uint32_t> live_slot(TaskId id) const {
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v || (*v & retained_bit)) return std::nullopt;
+        return *v;
+    }
+
+    std::optional<TaskStatus> status_of(TaskId id) const {
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v) return std::nullopt;
+        if (!(*v & retained_bit)) return slots[*v].status;
+        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
+        return retained[offset].status;
+    }
+
+    // ---- actions ----------------------------------------------------------
+    void emit_status(const TaskSlot& t, Time now) {
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}});
+    }
+
+    // ---- timing helpers ---------------------------------------------------
+    void push_timer(Time at, std::uint32_t slot, std::uint32_t gen, TimerKind kind) {
+        timers.push_back(Timer{at, slot, gen, kind});
+        std::push_heap(timers.begin(), timers.end());
+    }
+
+    // The shutdown grace matters only while some attempt still runs.
+    bool timer_live(const Timer& tm) const {
+        if (tm.kind == TimerKind::ShutdownGrace) return any_running();
+        return slots[tm.slot].gen == tm.gen;
+    }
+
+    bool any_running() const {
+        for (const PoolState& p : pools)
+            if (p.counters.running > 0) return true;
+        return false;
+    }
+
+    Duration expected_duration(const TaskSlot& t) const {
+        if (t.duration_hint.count() > 0) return t.duration_hint;
+        const PoolState& p = pools[t.pool];
+        if (t.kind < p.run_times.size() && p.run_times[t.kind].seen)
+            return Duration(static_cast<Duration::rep>(p.run_times[t.kind].nanos));
+        return p.config.default_duration;
+    }
+
+    double urgency(const TaskSlot& t, Time now) const {
+        const UrgencyConfig& u = config.urgency;
+        const double until = to_seconds(t.latest_start - now);
+        const double window = to_seconds(u.window);
+        if (until > window) return 0.0;
+        if (until >= 0) return window > 0 ? u.max * (1.0 - until / window) : u.max;
+        return u.max + std::min(u.overdue_rate * -until, u.overdue_cap);
+    }
+
+    detail::Rank rank(std::uint32_t s, Time now) const {
+        const TaskSlot& t = slots[s];
+        const PriorityConfig& p = config.priority;
+        const double waited = std::max(0.0, to_seconds(now - t.ready_since));
+        double score = p.base[index_of(t.priority)] + std::min(p.aging_rate * waited, p.age_cap);
+        if (t.has_deadline) score += urgency(t, now);
+        return {score, t.ready_since, t.id.value};
+    }
+
+    // ---- transitions ------------------------------------------------------
+    void make_ready(std::uint32_t s, Time now) {
+        TaskSlot& t = slots[s];
+        PoolState& p = pools[t.pool];
+        t.status = TaskStatus::Ready;
+        t.ready_since = now;
+        ++t.gen;
+        ++p.counters.ready;
+        if (t.has_deadline) {
+            t.latest_start = t.deadline - expected_duration(t);
+            p.queue.push_deadline(t.priority, t.latest_start, t.id.value, {s, t.gen});
+        } else {
+            p.queue.push(t.priority, {s, t.gen});
+        }
+        p.dirty = true;
+        emit_status(t, now);
+    }
+
+    void start_attempt(std::uint32_t s, Time now) {
+        TaskSlot& t = slots[s];
+        PoolState& p = pools[t.pool];
+        --p.counters.ready;
+        ++p.counters.running;
+        ++p.counters.dispatched;
+        t.status = TaskStatus::Running;
+        ++t.attempt;
+        ++t.gen;
+        t.lease = LeaseId{next_lease_id.fetch_add(1, std::memory_order_relaxed)};
+        t.attempt_started = now;
+        t.attempt_deadline = t.timeout.count() > 0 ? later(now, t.timeout) : never;
+        t.lease_expiry = p.config.lease_ttl ? later(now, *p.config.lease_ttl) : never;
+        by_lease.insert(t.lease.value, s);
+        const Time check = std::min(t.attempt_deadline, t.lease_expiry);
+        if (check != never) push_timer(check, s, t.gen, TimerKind::Attempt);
+        actions.emplace_back(Dispatch{t.id, t.lease, t.pool, t.attempt});
+        emit_status(t, now);
+    }
+
+    // Ends the running attempt's lease; the slot it held is free again.
+    void end_lease(TaskSlot& t) {
+        by_lease.erase(t.lease.value);
+        PoolState& p = pools[t.pool];
+        --p.counters.running;
+        p.dirty = true;
+    }
+
+    void finish(std::uint32_t s, TaskStatus status, std::string message, Time now) {
+        TaskSlot& t = slots[s];
+        PoolCounters& c = pools[t.pool].counters;
+        if (t.status == TaskStatus::Ready) --c.ready;
+        if (t.status == TaskStatus::Retrying) --c.retrying;
+        t.status = status;
+        ++t.gen;
+        switch (status) {
+            case TaskStatus::Succeeded: ++c.succeeded; break;
+            case TaskStatus::Failed: ++c.failed; break;
+            case TaskStatus::DeadLettered: ++c.dead_lettered; break;
+            case TaskStatus::Cancelled: ++c.cancelled; break;
+            default: break;
+        }
+        --live;
+        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message)});
+        // Retain the task in compact form and free its slot.
+        const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
+        retained.push_back(RetainedTask{t.id, now, t.pool, status, std::move(t.key)});
+        by_task.assign(t.id.value, retained_bit | seq);
+        t.id = TaskId{};
+        t.message.clear();
+        t.key.clear();
+        free_slots.push_back(s);
+    }
+
+    void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
+        TaskSlot& t = slots[s];
+        if (shutting_down) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
+        if (t.attempt >= t.retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
+        PoolState& p = pools[t.pool];
+        ++p.counters.retried;
+        ++p.counters.retrying;
+        t.status = TaskStatus::Retrying;
+        t.message = std::move(message);
+        ++t.gen;
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, t.message});
+        const Duration delay = detail::retry_delay(t.retry, t.attempt + 1, retry_after, rng);
+        if (delay.count() <= 0) {
+            --p.counters.retrying;
+            return make_ready(s, now);
+        }
+        const Time at = later(now, delay);
+        if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);
+    }
+
+    void abandon_attempt(std::uint32_t s, AbortReason reason, Time now) {
+        TaskSlot& t = slots[s];
+        end_lease(t);
+        actions.emplace_back(Abort{t.id, t.lease, t.pool, reason});
+        PoolCounters& c = pools[t.pool].counters;
+        switch (reason) {
+            case AbortReason::Timeout:
+                ++c.timed_out;
+                return fail_retryable(s, "timeout", std::nullopt, now);
+            case AbortReason::LeaseExpired:
+                ++c.lease_expired;
+                return fail_retryable(s, "lease expired", std::nullopt, now);
+            case AbortReason::Cancelled: return finish(s, TaskStatus::Cancelled, "cancelled", now);
+            case AbortReason::Shutdown: return finish(s, TaskStatus::Cancelled, "shutdown", now);
+        }
+    }
+
+    // ---- timers -----------------------------------------------------------
+    void fire(const Timer& tm, Time now) {
+        if (tm.kind == TimerKind::ShutdownGrace) return abort_all_running(now);
+        TaskSlot& t = slots[tm.slot];
+        if (tm.kind == TimerKind::RetryDone) {
+            --pools[t.pool].counters.retrying;
+            return make_ready(tm.slot, now);
+        }
+        if (now >= t.attempt_deadline) return abandon_attempt(tm.slot, AbortReason::Timeout, now);
+        if (now >= t.lease_expiry) return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
+        // A heartbeat moved the expiry since this check was armed.
+        const Time next = std::min(t.attempt_deadline, t.lease_expiry);
+        if (next != never) push_timer(next, tm.slot, tm.gen, TimerKind::Attempt);
+    }
+
+    void run_due_timers(Time now) {
+        while (!timers.empty() && timers.front().at <= now) {
+            const Timer tm = timers.front();
+            std::pop_heap(timers.begin(), timers.end());
+            timers.pop_back();
+            if (timer_live(tm)) fire(tm, now);
+        }
+    }
+
+    void abort_all_running(Time now) {
+        for (std::uint32_t s = 0; s < slots.size(); ++s)
+            if (slots[s].id && slots[s].status == TaskStatus::Running) abandon_attempt(s, AbortReason::Shutdown, now);
+    }
+
+    // ---- housekeeping after every call -------------------------------------
+    void dispatch(PoolState& p, Time now) {
+        p.dirty = false;
+        while (p.counters.running < p.capacity) {
+            auto s = p.queue.pop_best([this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; },
+                                      [this, now](std::uint32_t slot) { return rank(slot, now); });
+            if (!s) break;
+            start_attempt(*s, now);
+        }
+    }
+
+    void forget_retained(Time now) {
+        while (!retained.empty()) {
+            const RetainedTask& r = retained.front();
+            if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
+            by_task.erase(r.id.value);
+            if (!r.key.empty()) keys.erase(r.key);
+            actions.emplace_back(Forget{r.id});
+            retained.pop_front();
+            retained_head = (retained_head + 1) & ~retained_bit;
+        }
+    }
+
+    void settle(Time now) {
+        for (PoolState& p : pools)
+            if (p.dirty) dispatch(p, now);
+        forget_retained(now);
+        // Keep the heap top live, so that next_wakeup() never names a
+        // wakeup with nothing to do, and an idle engine has none.
+        while (!timers.empty() && !timer_live(timers.front())) {
+            std::pop_heap(timers.begin(), timers.end());
+            timers.pop_back();
+        }
+    }
+};
+
+}  // namespace cronoq::core
