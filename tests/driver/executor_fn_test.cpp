@@ -131,3 +131,25 @@ TEST(ExecutorFn, SubmitErrorsAreReported) {
     ASSERT_FALSE(late);
     EXPECT_EQ(late.error(), cronoq::SubmitError::ShuttingDown);
 }
+
+TEST(ExecutorFn, RunOnPlacesAttemptsOnThePoolsExecutor) {
+    asio::io_context io;       // the scheduler's
+    asio::io_context workers;  // the pool's
+    std::thread::id ran_on;
+    auto sched = Sched::builder()
+                     .pool(Pool<int, int>("elsewhere")
+                               .run_on(workers.get_executor())
+                               .executor_fn([&](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
+                                   ran_on = std::this_thread::get_id();
+                                   co_return *x;
+                               }))
+                     .build(io.get_executor());
+    auto h = sched.try_submit(Task<int>(5)).value();
+    io.poll();
+    EXPECT_EQ(h.status(), cronoq::TaskStatus::Running);  // waits for the pool's context
+    std::thread worker([&] { workers.run(); });
+    worker.join();
+    EXPECT_EQ(h.status(), cronoq::TaskStatus::Succeeded);
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+    EXPECT_EQ(*cronoq::test::run(io, h.result()), 5);
+}
