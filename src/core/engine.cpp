@@ -95,10 +95,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     t.timeout = spec.timeout ? *spec.timeout : p.config.default_timeout.value_or(Duration{});
     t.retry = spec.retry.value_or(p.config.retry);
     s.by_task.insert(t.id.value, slot);
-    if (spec.key) {
-        t.key = *spec.key;
-        s.keys.emplace(t.key, t.id);
-    }
+    if (spec.key) t.key = &s.keys.emplace(*spec.key, t.id).first->first;
     ++s.live;
     ++p.counters.submitted;
     if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);

@@ -61,7 +61,7 @@ struct TaskSlot {
     Duration duration_hint{};  // 0: none
     RetryPolicy retry;
     std::string message;       // last error
-    std::string key;           // idempotency key, "" for none
+    const std::string* key = nullptr;  // idempotency key: the one in State::keys (nodes are stable)
     PoolId pool = 0;
     KindId kind = 0;
     std::uint32_t attempt = 0;
@@ -78,7 +78,7 @@ struct RetainedTask {
     Time finished_at;
     PoolId pool;
     TaskStatus status;
-    std::string key;  // released when the task is forgotten
+    const std::string* key;  // into State::keys; released when the task is forgotten
 };
 
 // `by_task` maps an id to its slot, or, with this bit set, to the sequence
@@ -279,11 +279,11 @@ struct Engine::State {
         actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message)});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-        retained.push_back(RetainedTask{t.id, now, t.pool, status, std::move(t.key)});
+        retained.push_back(RetainedTask{t.id, now, t.pool, status, t.key});
         by_task.assign(t.id.value, retained_bit | seq);
         t.id = TaskId{};
         t.message.clear();
-        t.key.clear();
+        t.key = nullptr;
         free_slots.push_back(s);
     }
 
@@ -369,7 +369,7 @@ struct Engine::State {
             const RetainedTask& r = retained.front();
             if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
             by_task.erase(r.id.value);
-            if (!r.key.empty()) keys.erase(r.key);
+            if (r.key) keys.erase(keys.find(*r.key));  // by iterator: the key lives in that node
             actions.emplace_back(Forget{r.id});
             retained.pop_front();
             retained_head = (retained_head + 1) & ~retained_bit;
