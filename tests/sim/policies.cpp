@@ -27,7 +27,7 @@ core::Time at(Nanos n) { return core::Time(core::Duration(n)); }
 class Loop {
 public:
     Loop(const Trace& trace, Policy policy, const SimConfig& config)
-        : trace_(trace), workers_(config.workers), model_(trace, config.engine) {
+        : trace_(trace), workers_(config.workers), model_(trace, config.engine, config.verify_model) {
         result_.policy = policy;
         result_.dispatched.assign(trace.tasks.size(), not_yet);
         result_.finished.assign(trace.tasks.size(), not_yet);
@@ -56,6 +56,7 @@ public:
         }
         result_.running_at_horizon = running_.size();
         result_.queued_at_horizon = model_.ready();
+        result_.model_mismatches = model_.verify_mismatches();
     }
 
     /// A policy starts `task` at `now`.

@@ -10,9 +10,9 @@ namespace {
 
 double seconds(Nanos n) { return static_cast<double>(n) / 1e9; }
 
-// Rounding of the range minima (times up to ~1e5 s, weighted by up to
-// 1000 points/s) stays far below this; a real difference in score is at
-// least aging_rate * 1 ns in practice never that small.
+// Scores within this many points count as equal. The closed forms combine
+// times of up to ~1e5 s weighted by up to 1000 points/s, whose rounding
+// stays below 1e-7 points; 1e-6 points is half a microsecond of aging.
 constexpr double score_tolerance = 1e-6;
 
 }  // namespace
@@ -53,8 +53,8 @@ std::optional<std::size_t> ScoreModel::MinTree::first() const {
 
 // ---- ScoreModel -------------------------------------------------------------
 
-ScoreModel::ScoreModel(const Trace& trace, const core::EngineConfig& config)
-    : trace_(trace), config_(config), classes_(priority_count) {
+ScoreModel::ScoreModel(const Trace& trace, const core::EngineConfig& config, bool verify)
+    : trace_(trace), config_(config), classes_(priority_count), verify_(verify) {
     const UrgencyConfig& u = config_.urgency;
     const PriorityConfig& p = config_.priority;
     // The closed forms below need each piece of the score to have a slope.
@@ -68,6 +68,7 @@ ScoreModel::ScoreModel(const Trace& trace, const core::EngineConfig& config)
     rank_.assign(n, 0);
     state_.assign(n, State::Waiting);
     in_capped_.assign(n, false);
+    if (verify_) ready_pos_.assign(n, 0);
     for (std::uint32_t i = 0; i < n; ++i) {
         const TaskRec& t = trace.tasks[i];
         ClassState& c = classes_[index_of(t.priority)];
@@ -99,6 +100,10 @@ ScoreModel::Mins ScoreModel::leaf(std::uint32_t task) const {
 void ScoreModel::arrive(std::uint32_t task) {
     state_[task] = State::Ready;
     ++ready_;
+    if (verify_) {
+        ready_pos_[task] = static_cast<std::uint32_t>(ready_list_.size());
+        ready_list_.push_back(task);
+    }
     const TaskRec& t = trace_.tasks[task];
     if (t.has_deadline) classes_[index_of(t.priority)].aging.set(rank_[task], leaf(task));
 }
@@ -223,9 +228,23 @@ std::optional<std::uint32_t> ScoreModel::head_rule_choice(Nanos now) {
 ScoreModel::Verdict ScoreModel::dispatch(std::uint32_t task, Nanos now) {
     if (state_[task] != State::Ready) throw std::logic_error("dispatch of a task that is not ready");
     Verdict v{ready_ > 1, true};
-    if (v.contended) v.best = score(task, now) >= best_score(now) - score_tolerance;
+    if (v.contended) {
+        const double best = best_score(now);
+        v.best = score(task, now) >= best - score_tolerance;
+        if (verify_) {
+            double scanned = -inf;
+            for (std::uint32_t other : ready_list_) scanned = std::max(scanned, score(other, now));
+            if (std::abs(scanned - best) > score_tolerance) ++verify_mismatches_;
+        }
+    }
     state_[task] = State::Gone;
     --ready_;
+    if (verify_) {
+        const std::uint32_t pos = ready_pos_[task];
+        ready_list_[pos] = ready_list_.back();
+        ready_pos_[ready_list_[pos]] = pos;
+        ready_list_.pop_back();
+    }
     const TaskRec& t = trace_.tasks[task];
     if (t.has_deadline) {
         ClassState& c = classes_[index_of(t.priority)];

@@ -27,7 +27,9 @@ namespace cronoq::sim {
 
 class ScoreModel {
 public:
-    ScoreModel(const Trace& trace, const core::EngineConfig& config);
+    /// With `verify`, every contended dispatch also scans the whole ready set
+    /// and counts a disagreement with the closed form (`verify_mismatches`).
+    ScoreModel(const Trace& trace, const core::EngineConfig& config, bool verify = false);
 
     /// `task` became ready (it arrived).
     void arrive(std::uint32_t task);
@@ -43,6 +45,7 @@ public:
     std::optional<std::uint32_t> head_rule_choice(Nanos now);
 
     std::size_t ready() const { return ready_; }
+    std::uint64_t verify_mismatches() const { return verify_mismatches_; }
 
     /// The score of a task at `now`, computed as the engine computes it.
     double score(std::uint32_t task, Nanos now) const;
@@ -102,6 +105,10 @@ private:
     std::vector<State> state_;
     std::vector<bool> in_capped_;
     std::size_t ready_ = 0;
+    bool verify_;
+    std::vector<std::uint32_t> ready_list_;  ///< with verify: the ready tasks, any order
+    std::vector<std::uint32_t> ready_pos_;   ///< with verify: task -> index in ready_list_
+    std::uint64_t verify_mismatches_ = 0;
 };
 
 }  // namespace cronoq::sim

@@ -56,12 +56,14 @@ struct SimConfig {
     std::size_t workers = 16;
     /// Sets the horizon: the number of arrivals expected at 1.0x load
     /// (horizon = this * mean service / workers).
-    double tasks_at_unit_load = 40000;
+    double tasks_at_unit_load = 100000;
     /// Critical, High, Normal, Low shares of the arrivals.
     std::array<double, priority_count> class_share{0.05, 0.15, 0.50, 0.30};
     double deadline_share = 0.30;  ///< tasks that carry a deadline
     double deadline_factor = 3.0;  ///< deadline = arrival + factor * service
     core::EngineConfig engine{};   ///< default SPEC §3 constants
+    /// Cross-check the score model against a scan of the ready set (slow).
+    bool verify_model = false;
 };
 
 struct TaskRec {
@@ -98,6 +100,7 @@ struct RunResult {
     std::uint64_t contended = 0;           ///< dispatches with more than one task ready
     std::uint64_t contended_best = 0;      ///< ... that took a best-scored ready task
     std::uint64_t head_rule_mismatches = 0;  ///< cronoq only: not the SPEC §3 head-comparison choice
+    std::uint64_t model_mismatches = 0;      ///< with verify_model: closed form != scan
     std::size_t queued_at_horizon = 0;   ///< per the policy (engine counters for cronoq)
     std::size_t running_at_horizon = 0;
     std::vector<std::string> problems;   ///< inconsistencies seen during the run
