@@ -64,6 +64,16 @@ asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
 
 // ---- (a) priority classes -------------------------------------------------------
 
+// Waits for the task's end; the TaskFailure it ended with, if any.
+asio::awaitable<std::optional<TaskFailure>> failure_of(cronoq::TaskHandle<std::string> handle) {
+    try {
+        co_await handle.result();
+    } catch (const TaskFailure& f) {
+        co_return f;
+    }
+    co_return std::nullopt;
+}
+
 asio::awaitable<void> priority_classes() {
     std::puts("(a) Priority classes: one worker; a blocker runs while Low, Normal, High and\n"
               "    Critical tasks are submitted in that order");
@@ -206,12 +216,8 @@ asio::awaitable<void> timeout() {
                      .build(ex);
 
     auto handle = co_await sched.submit(Job("slow").timeout(100ms).retry(RetryPolicy{2, 50ms, 2.0, 200ms, false}));
-    std::optional<TaskFailure> failure;
-    try {
-        co_await handle.result();
-    } catch (const TaskFailure& f) {
-        failure = f;
-    }
+    auto outcome = failure_of(handle);
+    const std::optional<TaskFailure> failure = co_await std::move(outcome);
     co_await sched.shutdown(1s);
 
     if (failure)
@@ -257,12 +263,8 @@ asio::awaitable<void> cancellation() {
     co_await sleep_for(100ms);
     const bool accepted = handle.cancel();
     std::printf("  main at +%lld ms: handle.cancel() returned %s\n", ms_since(t0), accepted ? "true" : "false");
-    std::optional<TaskFailure> failure;
-    try {
-        co_await handle.result();
-    } catch (const TaskFailure& f) {
-        failure = f;
-    }
+    auto outcome = failure_of(handle);
+    const std::optional<TaskFailure> failure = co_await std::move(outcome);
     co_await sched.shutdown(1s);
 
     if (failure) std::printf("  result() threw TaskFailure: \"%s\"\n", failure->what());
