@@ -6,6 +6,7 @@
 #include <cronoq/task_status.hpp>
 
 #include <asio/awaitable.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <memory>
 
@@ -34,8 +35,9 @@ public:
     /// as `std::system_error`); the task itself goes on.
     asio::awaitable<std::shared_ptr<const O>> result() const {
         auto state = state_;
-        auto out = co_await state->wait();
-        co_return std::static_pointer_cast<const O>(std::move(out));
+        auto done = state->done_waits()->async_wait(asio::use_awaitable);
+        co_await std::move(done);
+        co_return std::static_pointer_cast<const O>(state->outcome());
     }
 
     const std::shared_ptr<detail::HandleState>& state() const { return state_; }

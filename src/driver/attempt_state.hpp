@@ -32,7 +32,7 @@ struct AttemptState {
     LeaseId lease;
     std::uint32_t attempt = 0;
     bool needs_heartbeat = false;
-    std::shared_ptr<CancelState> cancel = std::make_shared<CancelState>();
+    CancelState cancel;  // tokens alias this state: no allocation of its own
     std::weak_ptr<SchedulerCore> core;
 };
 

@@ -33,12 +33,6 @@ std::shared_ptr<const void> HandleState::outcome() const {
     return output_;
 }
 
-asio::awaitable<std::shared_ptr<const void>> HandleState::wait() {
-    auto waits = done_waits_;
-    co_await waits->async_wait(asio::use_awaitable);
-    co_return outcome();
-}
-
 std::optional<std::shared_ptr<const void>> HandleState::wait_blocking(std::optional<std::chrono::nanoseconds> timeout) {
     {
         std::unique_lock lock(mu_);

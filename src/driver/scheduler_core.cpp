@@ -138,7 +138,7 @@ struct SchedulerCore::State {
         // abort, then the context, then Asio cancellation of the coroutine.
         asio::post(attempt->strand, [attempt, lease = a.lease] {
             if (attempt->pool->def.executor.abort) attempt->pool->def.executor.abort(lease);
-            attempt->state->cancel->cancel();
+            attempt->state->cancel.cancel();
             attempt->signal.emit(asio::cancellation_type::terminal);
         });
     }
@@ -243,7 +243,7 @@ struct SchedulerCore::State {
             if (auto live = tasks.find(id); live != tasks.end()) live->second.output.reset();
         }
         // From here on the context reports cancelled (SPEC §4).
-        a.state->cancel->cancel();
+        a.state->cancel.cancel();
     }
 
     void attempt_exited() {

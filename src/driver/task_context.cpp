@@ -41,17 +41,19 @@ std::optional<std::chrono::system_clock::time_point> TaskContext::deadline() con
 std::optional<std::chrono::nanoseconds> TaskContext::timeout() const { return state_->task->timeout; }
 const std::optional<std::string>& TaskContext::traceparent() const { return state_->task->traceparent; }
 
-bool TaskContext::is_cancelled() const { return state_->cancel->is_cancelled(); }
+bool TaskContext::is_cancelled() const { return state_->cancel.is_cancelled(); }
 
 asio::awaitable<void> TaskContext::cancelled() const {
-    auto cancel = state_->cancel;  // the frame keeps the state alive
-    co_await cancel->waits().async_wait(asio::use_awaitable);
+    auto waits = state_->cancel.waits();  // the frame keeps the list alive
+    co_await waits->async_wait(asio::use_awaitable);
 }
 
-CancellationToken TaskContext::cancellation_token() const { return CancellationToken(state_->cancel); }
+CancellationToken TaskContext::cancellation_token() const {
+    return CancellationToken(std::shared_ptr<detail::CancelState>(state_, &state_->cancel));
+}
 
 void TaskContext::heartbeat() const {
-    if (!state_->needs_heartbeat || state_->cancel->is_cancelled()) return;
+    if (!state_->needs_heartbeat || state_->cancel.is_cancelled()) return;
     if (auto core = state_->core.lock()) core->heartbeat(state_->lease);
 }
 

@@ -28,22 +28,32 @@ public:
     /// Fires once; later calls do nothing. Callbacks run on this thread.
     void cancel() {
         std::vector<std::function<void()>> callbacks;
+        std::shared_ptr<WaitList> waits;  // a list made after this sees cancelled_
         {
             std::lock_guard lock(mu_);
             if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
             callbacks.swap(callbacks_);
+            waits = waits_;
         }
         for (auto& cb : callbacks) cb();
-        waits_->set();
+        if (waits) waits->set();
     }
 
-    WaitList& waits() { return *waits_; }
+    /// Made on first use: most attempts never await their cancellation.
+    std::shared_ptr<WaitList> waits() {
+        std::lock_guard lock(mu_);
+        if (!waits_) {
+            waits_ = WaitList::create();
+            if (cancelled_.load(std::memory_order_relaxed)) waits_->set();
+        }
+        return waits_;
+    }
 
 private:
     std::atomic<bool> cancelled_{false};
     std::mutex mu_;
     std::vector<std::function<void()>> callbacks_;
-    std::shared_ptr<WaitList> waits_ = WaitList::create();
+    std::shared_ptr<WaitList> waits_;  // guarded by mu_
 };
 
 }  // namespace cronoq::detail

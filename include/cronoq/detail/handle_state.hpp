@@ -4,8 +4,6 @@
 #include <cronoq/ids.hpp>
 #include <cronoq/task_status.hpp>
 
-#include <asio/awaitable.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -30,18 +28,17 @@ public:
     /// Records the terminal outcome once and wakes every waiter.
     void finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output);
 
-    /// The output once Succeeded; throws TaskFailure for any other terminal
-    /// status. Cancelling the awaiting coroutine ends the wait with
-    /// `operation_aborted` and leaves the task alone.
-    asio::awaitable<std::shared_ptr<const void>> wait();
+    /// Set once the task has its terminal outcome.
+    const std::shared_ptr<WaitList>& done_waits() const { return done_waits_; }
+    /// Precondition: terminal. The output if Succeeded; otherwise throws
+    /// TaskFailure.
+    std::shared_ptr<const void> outcome() const;
     /// Blocks the calling thread; empty on timeout. Throws TaskFailure.
     std::optional<std::shared_ptr<const void>> wait_blocking(std::optional<std::chrono::nanoseconds> timeout);
 
     bool cancel();
 
 private:
-    std::shared_ptr<const void> outcome() const;
-
     TaskId id_;
     std::weak_ptr<SchedulerCore> core_;
     std::atomic<TaskStatus> status_{TaskStatus::Ready};
