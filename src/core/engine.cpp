@@ -106,15 +106,8 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
 
 bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
     State& s = *s_;
-    // What was due by `now` happened first: a completion that arrives after
-    // its attempt's timeout is late, whether or not tick() ran in between.
-    s.run_due_timers(now);
-    const std::uint32_t* found = s.by_lease.find(lease.value);
-    if (!found) {
-        ++s.late;
-        s.settle(now);
-        return false;
-    }
+    const auto found = s.live_lease(lease, now);
+    if (!found) return false;
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
     s.end_lease(t);
@@ -133,13 +126,8 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
 
 bool Engine::heartbeat(LeaseId lease, Time now) {
     State& s = *s_;
-    s.run_due_timers(now);  // a heartbeat at or after the expiry is too late
-    const std::uint32_t* found = s.by_lease.find(lease.value);
-    if (!found) {
-        ++s.late;
-        s.settle(now);
-        return false;
-    }
+    const auto found = s.live_lease(lease, now);
+    if (!found) return false;
     TaskSlot& t = s.slots[*found];
     const auto& ttl = s.pools[t.pool].config.lease_ttl;
     if (ttl) t.lease_expiry = later(now, *ttl);

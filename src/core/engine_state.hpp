@@ -353,6 +353,19 @@ struct Engine::State {
             if (slots[s].id && slots[s].status == TaskStatus::Running) abandon_attempt(s, AbortReason::Shutdown, now);
     }
 
+    // ---- reports for a lease ---------------------------------------------------
+    // The slot of the attempt holding `lease`, for a report made at `now`.
+    // What was due by `now` happens first, so a completion or heartbeat at or
+    // after its attempt's timeout or lease expiry is late, whether or not the
+    // owner ticked in between; a late report is counted and changes nothing.
+    std::optional<std::uint32_t> live_lease(LeaseId lease, Time now) {
+        run_due_timers(now);
+        if (const std::uint32_t* found = by_lease.find(lease.value)) return *found;
+        ++late;
+        settle(now);
+        return std::nullopt;
+    }
+
     // ---- housekeeping after every call -------------------------------------
     void dispatch(PoolState& p, Time now) {
         p.dirty = false;

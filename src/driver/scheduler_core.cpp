@@ -239,8 +239,9 @@ struct SchedulerCore::State {
             if (!engine.complete(a.state->lease, outcome, now))
                 logger()->debug("task {} lease {}: late report ignored", id.value, a.state->lease.value);
             apply(now);
-            // A late or retried report leaves the task live: drop its output.
-            if (auto live = tasks.find(id); live != tasks.end()) live->second.output.reset();
+            // A late or retried report leaves the task live (or a keyed task
+            // retained): drop the output it carried.
+            if (auto kept = tasks.find(id); kept != tasks.end()) kept->second.output.reset();
         }
         // From here on the context reports cancelled (SPEC §4).
         a.state->cancel.cancel();

@@ -16,8 +16,8 @@
 #include <asio/post.hpp>
 #include <asio/prefer.hpp>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <system_error>
