@@ -32,7 +32,18 @@ PoolId Engine::add_pool(PoolConfig config) {
     if (config.lease_ttl && config.lease_ttl->count() <= 0)
         throw ConfigError(describe_pool(config) + "lease_ttl must be positive");
     if (config.default_duration.count() <= 0) throw ConfigError(describe_pool(config) + "default_duration must be positive");
+    if (!std::isfinite(config.reservable_fraction) || config.reservable_fraction < 0 || config.reservable_fraction > 1)
+        throw ConfigError(describe_pool(config) + "reservable_fraction must be within [0, 1]");
+    if (config.max_hold.count() < 0) throw ConfigError(describe_pool(config) + "max_hold must not be negative");
+    if (config.unknown_dependency.awaits() && config.unknown_dependency.timeout().count() <= 0)
+        throw ConfigError(describe_pool(config) + "unknown_dependency: the Await timeout must be positive");
+    if (config.max_workers == 0) config.max_workers = config.capacity;
+    if (config.max_workers < config.capacity)
+        throw ConfigError(describe_pool(config) + "max_workers must not be below the capacity");
     PoolState p;
+    // At least one slot, as SPEC §6 says, even for a fraction of 0.
+    p.reservations.set_limit(std::max<std::size_t>(
+        1, static_cast<std::size_t>(std::floor(config.reservable_fraction * static_cast<double>(config.max_workers)))));
     p.capacity = config.capacity;
     p.counters.capacity = config.capacity;
     p.config = std::move(config);
@@ -62,17 +73,15 @@ const std::string& Engine::kind_name(KindId kind) const { return s_->kinds.at(ki
 
 SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     State& s = *s_;
+    if (!spec.depends_on.empty() || spec.start) {
+        auto r = s.admit(std::span(&spec, 1), now);
+        if (!r) return {r.error(), r.message()};
+        return r.value().front();
+    }
+    // The common case, without the batch's bookkeeping.
     if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    if (spec.pool >= s.pools.size()) return {SubmitError::UnknownPool, "no pool with id " + std::to_string(spec.pool)};
-    if (spec.kind >= s.kinds.size()) return {SubmitError::Invalid, "kind id was not interned"};
-    if (spec.timeout && spec.timeout->count() <= 0) return {SubmitError::Invalid, "timeout must be positive"};
-    if (spec.duration_hint && spec.duration_hint->count() <= 0)
-        return {SubmitError::Invalid, "duration_hint must be positive"};
-    if (index_of(spec.priority) >= priority_count) return {SubmitError::Invalid, "unknown priority"};
-    if (spec.retry)
-        if (auto problem = detail::check_retry_policy(*spec.retry)) return {SubmitError::Invalid, "retry: " + *problem};
-
-    if (spec.key && spec.key->empty()) return {SubmitError::Invalid, "key must not be empty"};
+    std::string why;
+    if (auto error = s.check_spec(spec, why)) return {*error, std::move(why)};
     s.run_due_timers(now);
     if (spec.key) {
         if (auto held = s.keys.find(*spec.key); held != s.keys.end()) {
@@ -80,28 +89,15 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
             return held->second;
         }
     }
-    PoolState& p = s.pools[spec.pool];
     const std::uint32_t slot = s.allocate_slot();
-    TaskSlot& t = s.slots[slot];
-    t.id = TaskId{next_task_id.fetch_add(1, std::memory_order_relaxed)};
-    t.lease = LeaseId{};
-    t.pool = spec.pool;
-    t.kind = spec.kind;
-    t.priority = spec.priority;
-    t.attempt = 0;
-    t.has_deadline = spec.deadline.has_value();
-    t.deadline = spec.deadline.value_or(Time{});
-    t.duration_hint = spec.duration_hint.value_or(Duration{});
-    t.timeout = spec.timeout ? *spec.timeout : p.config.default_timeout.value_or(Duration{});
-    t.retry = spec.retry.value_or(p.config.retry);
-    s.by_task.insert(t.id.value, slot);
-    if (spec.key) t.key = &s.keys.emplace(*spec.key, t.id).first->first;
-    ++s.live;
-    ++p.counters.submitted;
-    if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
+    const TaskId id = s.admit_one(spec, slot);
     s.make_ready(slot, now);
     s.settle(now);
-    return t.id;
+    return id;
+}
+
+SubmitResult<std::vector<TaskId>> Engine::submit_batch(std::span<const TaskSpec> specs, Time now) {
+    return s_->admit(specs, now);
 }
 
 bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {

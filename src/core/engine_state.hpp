@@ -5,8 +5,10 @@
 #include <cronoq/core/engine.hpp>
 
 #include "backoff.hpp"
+#include "dependencies.hpp"
 #include "flat_id_map.hpp"
 #include "ready_queue.hpp"
+#include "reservations.hpp"
 #include "ring.hpp"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -69,6 +72,15 @@ struct TaskSlot {
     Priority priority = Priority::Normal;
     TaskStatus status = TaskStatus::Ready;
     bool has_deadline = false;
+    bool has_start = false;    // its StartInfo is in State::starts until it ends
+};
+
+// A fixed-start task's start, kept beside its slot (few tasks have one).
+struct StartInfo {
+    Time start;
+    Time reserved_until;  // end of its reservation
+    Duration tolerance;
+    MissPolicy on_miss;
 };
 
 // A terminal task: all that status lookups need, so that its big slot is
@@ -85,7 +97,14 @@ struct RetainedTask {
 // number (mod 2^31) of its RetainedTask.
 inline constexpr std::uint32_t retained_bit = 0x80000000u;
 
-enum class TimerKind : std::uint8_t { Attempt, RetryDone, ShutdownGrace };
+enum class TimerKind : std::uint8_t {
+    Attempt,        // timeout or lease expiry of a running attempt
+    RetryDone,      // end of a backoff
+    ShutdownGrace,  // end of the shutdown grace
+    Start,          // a fixed start is due
+    MissCheck,      // a due fixed start not dispatched within its tolerance
+    AwaitExpiry,    // an awaited dependency key did not appear in time
+};
 
 struct Timer {
     Time at;
@@ -101,14 +120,10 @@ struct PoolState {
     std::size_t capacity = 0;
     PoolCounters counters;
     detail::ReadyQueue queue;
+    detail::Ring<detail::QueueRef> due_starts;  // fixed starts that are due: dispatched first
+    detail::Reservations reservations;
     std::vector<RunTimeMean> run_times;  // by kind
     bool dirty = false;                  // may dispatch
-};
-
-// Lets kind_ids be searched with a string_view.
-struct KindHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
 inline std::string describe_pool(const PoolConfig& c) { return "pool \"" + c.name + "\": "; }
@@ -130,8 +145,10 @@ struct Engine::State {
     std::uint32_t retained_head = 0;       // sequence number of retained.front()
     std::vector<PoolState> pools;
     std::vector<std::string> kinds{""};
-    std::unordered_map<std::string, KindId, KindHash, std::equal_to<>> kind_ids{{"", 0}};
-    std::unordered_map<std::string, TaskId, KindHash, std::equal_to<>> keys;  // of live and retained tasks
+    detail::StringMap<KindId> kind_ids{{"", 0}};
+    detail::StringMap<TaskId> keys;  // of live and retained tasks
+    std::unordered_map<std::uint64_t, StartInfo> starts;  // by task id, until the task ends
+    detail::DepGraph graph;
     std::vector<Action> actions;
     std::size_t live = 0;
     std::uint64_t late = 0;
@@ -216,9 +233,27 @@ struct Engine::State {
     }
 
     // ---- transitions ------------------------------------------------------
+    // Takes a task out of the count of its waiting status; every transition
+    // starts with it, so counts move in one place. (Running is counted by
+    // its lease: end_lease.)
+    void leave(TaskSlot& t) {
+        PoolCounters& c = pools[t.pool].counters;
+        switch (t.status) {
+            case TaskStatus::Ready: --c.ready; break;
+            case TaskStatus::Retrying: --c.retrying; break;
+            case TaskStatus::Scheduled: --c.scheduled; break;
+            case TaskStatus::Blocked:
+                --c.blocked;
+                drop_blocked(t.id);
+                break;
+            default: break;
+        }
+    }
+
     void make_ready(std::uint32_t s, Time now) {
         TaskSlot& t = slots[s];
         PoolState& p = pools[t.pool];
+        leave(t);
         t.status = TaskStatus::Ready;
         t.ready_since = now;
         ++t.gen;
@@ -236,12 +271,13 @@ struct Engine::State {
     void start_attempt(std::uint32_t s, Time now) {
         TaskSlot& t = slots[s];
         PoolState& p = pools[t.pool];
-        --p.counters.ready;
+        leave(t);
         ++p.counters.running;
         ++p.counters.dispatched;
         t.status = TaskStatus::Running;
         ++t.attempt;
         ++t.gen;
+        if (t.has_start && t.attempt == 1) count_start(t, now);
         t.lease = LeaseId{next_lease_id.fetch_add(1, std::memory_order_relaxed)};
         t.attempt_started = now;
         t.attempt_deadline = t.timeout.count() > 0 ? later(now, t.timeout) : never;
@@ -264,8 +300,9 @@ struct Engine::State {
     void finish(std::uint32_t s, TaskStatus status, std::string message, Time now) {
         TaskSlot& t = slots[s];
         PoolCounters& c = pools[t.pool].counters;
-        if (t.status == TaskStatus::Ready) --c.ready;
-        if (t.status == TaskStatus::Retrying) --c.retrying;
+        leave(t);
+        if (t.has_start) drop_start(t);
+        if (!graph.dependents.empty() && graph.dependents.count(t.id.value)) graph.resolved.emplace_back(t.id, status);
         t.status = status;
         ++t.gen;
         switch (status) {
@@ -273,6 +310,8 @@ struct Engine::State {
             case TaskStatus::Failed: ++c.failed; break;
             case TaskStatus::DeadLettered: ++c.dead_lettered; break;
             case TaskStatus::Cancelled: ++c.cancelled; break;
+            case TaskStatus::Skipped: ++c.skipped; break;
+            case TaskStatus::Missed: ++c.missed; break;
             default: break;
         }
         --live;
@@ -299,10 +338,7 @@ struct Engine::State {
         ++t.gen;
         actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, t.message});
         const Duration delay = detail::retry_delay(t.retry, t.attempt + 1, retry_after, rng);
-        if (delay.count() <= 0) {
-            --p.counters.retrying;
-            return make_ready(s, now);
-        }
+        if (delay.count() <= 0) return make_ready(s, now);
         const Time at = later(now, delay);
         if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);
     }
@@ -328,9 +364,12 @@ struct Engine::State {
     void fire(const Timer& tm, Time now) {
         if (tm.kind == TimerKind::ShutdownGrace) return abort_all_running(now);
         TaskSlot& t = slots[tm.slot];
-        if (tm.kind == TimerKind::RetryDone) {
-            --pools[t.pool].counters.retrying;
-            return make_ready(tm.slot, now);
+        switch (tm.kind) {
+            case TimerKind::RetryDone: return make_ready(tm.slot, now);
+            case TimerKind::Start: return start_due(tm.slot, now);
+            case TimerKind::MissCheck: return miss_start(tm.slot, now);
+            case TimerKind::AwaitExpiry: return expire_await(tm.slot, now);
+            default: break;
         }
         if (now >= t.attempt_deadline) return abandon_attempt(tm.slot, AbortReason::Timeout, now);
         if (now >= t.lease_expiry) return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
@@ -366,12 +405,51 @@ struct Engine::State {
         return std::nullopt;
     }
 
+    // ---- admission (engine_admission.cpp) -----------------------------------
+    SubmitResult<std::vector<TaskId>> admit(std::span<const TaskSpec> specs, Time now);
+    std::optional<SubmitError> check_spec(const TaskSpec& spec, std::string& why) const;
+    Duration expected_duration(const TaskSpec& spec) const;
+    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot);
+
+    // ---- waiting before ready: dependencies, fixed starts (engine_waiting.cpp)
+    /// Every edge of a Blocked or new task is met: Scheduled or Ready.
+    void release(std::uint32_t s, Time now);
+    /// A fixed start has come: Ready at the front, or the miss policy.
+    void start_due(std::uint32_t s, Time now);
+    void miss_start(std::uint32_t s, Time now);
+    void expire_await(std::uint32_t s, Time now);
+    void count_start(const TaskSlot& t, Time now);
+    void drop_start(TaskSlot& t);
+    void drop_blocked(TaskId id);
+    /// Tells the dependents of every task that ended; skips run down the
+    /// graph within this one call.
+    void resolve_dependents(Time now);
+
     // ---- housekeeping after every call -------------------------------------
+    // Due fixed starts first, then the best ready task that does not take
+    // a slot held for an upcoming start (SPEC §6 holds): a task may use a
+    // free slot if, after it, enough stay free for the starts that fall
+    // within its expected duration (and within `max_hold`). A head that does
+    // not fit is passed over for the other classes' heads, never scanned
+    // past: O(classes) per decision.
     void dispatch(PoolState& p, Time now) {
         p.dirty = false;
+        const auto live = [this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; };
         while (p.counters.running < p.capacity) {
-            auto s = p.queue.pop_best([this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; },
-                                      [this, now](std::uint32_t slot) { return rank(slot, now); });
+            std::optional<std::uint32_t> s;
+            while (!s && !p.due_starts.empty()) {
+                if (live(p.due_starts.front())) s = p.due_starts.front().slot;
+                p.due_starts.pop_front();
+            }
+            if (!s) {
+                const std::size_t free = p.capacity - p.counters.running;
+                s = p.queue.pop_best(live, [this, now](std::uint32_t slot) { return rank(slot, now); },
+                                     [this, &p, now, free](std::uint32_t slot) {
+                                         if (p.reservations.empty()) return true;
+                                         const Duration d = std::min(expected_duration(slots[slot]), p.config.max_hold);
+                                         return p.reservations.starts_between(now, later(now, d), free) < free;
+                                     });
+            }
             if (!s) break;
             start_attempt(*s, now);
         }
@@ -390,6 +468,7 @@ struct Engine::State {
     }
 
     void settle(Time now) {
+        if (!graph.resolved.empty()) resolve_dependents(now);
         for (PoolState& p : pools)
             if (p.dirty) dispatch(p, now);
         forget_retained(now);

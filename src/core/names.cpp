@@ -1,6 +1,7 @@
 // Stable names of the public enums.
 #include <cronoq/core/action.hpp>
 #include <cronoq/priority.hpp>
+#include <cronoq/start_policy.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task_status.hpp>
 
@@ -55,6 +56,25 @@ std::string_view to_string(SubmitError e) {
 
 SubmitException::SubmitException(SubmitError error, const std::string& message)
     : std::runtime_error(std::string(to_string(error)) + (message.empty() ? "" : ": " + message)), error_(error) {}
+
+std::string_view to_string(MissPolicy p) {
+    switch (p) {
+        case MissPolicy::RunLate: return "run_late";
+        case MissPolicy::Skip: return "skip";
+        case MissPolicy::Fail: return "fail";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(OverlapPolicy p) {
+    switch (p) {
+        case OverlapPolicy::Skip: return "skip";
+        case OverlapPolicy::Allow: return "allow";
+        case OverlapPolicy::Queue: return "queue";
+        case OverlapPolicy::QueueOnSuccess: return "queue_on_success";
+    }
+    return "unknown";
+}
 
 namespace core {
 std::string_view to_string(AbortReason r) {

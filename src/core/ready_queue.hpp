@@ -49,18 +49,21 @@ public:
         std::push_heap(heap.begin(), heap.end(), later);
     }
 
-    /// Removes and returns the best live entry. `live(ref)` tells whether an
-    /// entry still stands for a ready task; `rank(slot)` scores it now.
-    template <class Live, class RankOf>
-    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank) {
+    /// Removes and returns the best live entry that fits. `live(ref)` tells
+    /// whether an entry still stands for a ready task; `rank(slot)` scores it
+    /// now; `fits(slot)` whether it may take the free slot now (a head that
+    /// does not fit stays, and the other heads compete without it).
+    template <class Live, class RankOf, class Fits>
+    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits) {
         ClassQueue* best_class = nullptr;
         bool best_is_deadline = false;
         std::optional<Rank> best;
         for (ClassQueue& c : classes_) {
             while (!c.fifo.empty() && !live(c.fifo.front())) c.fifo.pop_front();
             while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
-            if (!c.fifo.empty()) consider(c, false, rank(c.fifo.front().slot), best, best_class, best_is_deadline);
-            if (!c.deadlines.empty())
+            if (!c.fifo.empty() && fits(c.fifo.front().slot))
+                consider(c, false, rank(c.fifo.front().slot), best, best_class, best_is_deadline);
+            if (!c.deadlines.empty() && fits(c.deadlines.front().ref.slot))
                 consider(c, true, rank(c.deadlines.front().ref.slot), best, best_class, best_is_deadline);
         }
         if (!best_class) return std::nullopt;

@@ -55,6 +55,11 @@ public:
         collect();
         return r;
     }
+    SubmitResult<std::vector<TaskId>> submit_batch(const std::vector<TaskSpec>& specs, Time now) {
+        auto r = engine.submit_batch(specs, now);
+        collect();
+        return r;
+    }
     bool complete(LeaseId lease, const Outcome& outcome, Time now) {
         const bool ok = engine.complete(lease, outcome, now);
         collect();
@@ -144,6 +149,14 @@ public:
             EXPECT_TRUE(complete(d.front().lease, Outcome::success(), now));
         }
         return order;
+    }
+
+    /// Statuses the latest call emitted for `task`.
+    std::vector<TaskStatus> last_statuses_of(TaskId task) const {
+        std::vector<TaskStatus> out;
+        for (const Status& st : statuses())
+            if (st.task == task) out.push_back(st.status);
+        return out;
     }
 
 private:

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,8 @@ struct PoolCounters {
     std::size_t running = 0;   ///< attempts holding a live lease
     std::size_t ready = 0;     ///< queued for a slot
     std::size_t retrying = 0;  ///< in backoff
+    std::size_t blocked = 0;   ///< waiting on dependencies
+    std::size_t scheduled = 0; ///< waiting for a fixed start
     std::uint64_t submitted = 0;
     std::uint64_t dispatched = 0;
     std::uint64_t succeeded = 0;
@@ -39,6 +42,10 @@ struct PoolCounters {
     std::uint64_t retried = 0;
     std::uint64_t timed_out = 0;
     std::uint64_t lease_expired = 0;
+    std::uint64_t skipped = 0;         ///< a dependency could not be met
+    std::uint64_t missed = 0;          ///< ended `Missed` (MissPolicy::Skip)
+    std::uint64_t starts_on_time = 0;  ///< fixed starts dispatched within their tolerance
+    std::uint64_t starts_late = 0;     ///< dispatched later (RunLate) or missed
 };
 
 class Engine {
@@ -66,6 +73,14 @@ public:
     /// a live or retained task returns that task's id and admits nothing
     /// (no action is emitted).
     SubmitResult<TaskId> submit(const TaskSpec& spec, Time now);
+
+    /// Admits all of `specs` or none (SPEC §7). Tasks may depend on each
+    /// other by key, in any order; ids come back in the order of `specs`.
+    /// Beyond `submit`'s errors: DuplicateKeyInBatch, Cycle,
+    /// UnknownDependency, ReservationConflict; each message names the
+    /// offending task by its index. A spec whose key is held returns the
+    /// holder's id and admits nothing.
+    SubmitResult<std::vector<TaskId>> submit_batch(std::span<const TaskSpec> specs, Time now);
 
     /// The live or retained task holding `key`.
     std::optional<TaskId> find_key(std::string_view key) const;

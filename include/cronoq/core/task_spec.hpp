@@ -1,14 +1,17 @@
 #pragma once
 // What the engine knows of pools and tasks: metadata only, never payloads.
 #include <cronoq/core/time.hpp>
+#include <cronoq/dep.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/retry_policy.hpp>
+#include <cronoq/start_policy.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cronoq::core {
 
@@ -24,6 +27,13 @@ struct PoolConfig {
     std::optional<Duration> default_timeout;
     std::optional<Duration> lease_ttl;      ///< heartbeat interval an attempt must keep
     Duration default_duration = std::chrono::seconds(1);  ///< expected run time before any is learned
+    std::size_t max_workers = 0;        ///< ceiling of the capacity; 0: `capacity`
+    /// Share of `max_workers` that fixed-start reservations may hold at any
+    /// instant (at least one slot).
+    double reservable_fraction = 0.5;
+    /// How long before a fixed start the engine keeps a slot free for it.
+    Duration max_hold = std::chrono::seconds(30);
+    UnknownDependency unknown_dependency{};
 };
 
 struct EngineConfig {
@@ -45,6 +55,15 @@ struct TaskSpec {
     /// Idempotency key: while a live or retained task holds it, submitting
     /// it again admits nothing and returns that task's id.
     std::optional<std::string> key;
+    /// Fixed start: `Scheduled` until then, dispatched at it, ahead of
+    /// ordinary ready work; a start missed by more than `start_tolerance`
+    /// follows `on_miss`. Reserves a slot of the pool for the expected
+    /// duration.
+    std::optional<Time> start;
+    Duration start_tolerance = std::chrono::seconds(1);
+    MissPolicy on_miss = MissPolicy::RunLate;
+    /// `Blocked` until every edge is met; `Skipped` once one cannot be.
+    std::vector<Dep> depends_on;
 };
 
 /// How an attempt ended, as reported by its executor.

@@ -1,0 +1,302 @@
+// Admission of tasks (SPEC §2, §6, §7): a batch is checked whole (fields,
+// keys, dependency references, cycles, reservations) before anything is
+// admitted, so a failing batch leaves no trace; a single submit is a batch
+// of one.
+#include "engine_state.hpp"
+
+#include <string>
+#include <unordered_set>
+
+namespace cronoq::core {
+
+namespace {
+
+// Where one dependency edge of a batch task points.
+struct Target {
+    enum class Where : std::uint8_t { Task, InBatch, AwaitKey } where;
+    Dep::Kind kind;
+    TaskId task{};               // Where::Task
+    std::size_t index = 0;       // Where::InBatch
+    std::string_view key{};      // Where::AwaitKey
+};
+
+std::string quoted(std::string_view s) {
+    std::string q = "\"";
+    q.append(s);
+    q.append("\"");
+    return q;
+}
+
+}  // namespace
+
+std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::string& why) const {
+    if (spec.pool >= pools.size()) {
+        why = "no pool with id " + std::to_string(spec.pool);
+        return SubmitError::UnknownPool;
+    }
+    const auto invalid = [&why](const char* message) {
+        why = message;
+        return SubmitError::Invalid;
+    };
+    if (spec.kind >= kinds.size()) return invalid("kind id was not interned");
+    if (spec.timeout && spec.timeout->count() <= 0) return invalid("timeout must be positive");
+    if (spec.duration_hint && spec.duration_hint->count() <= 0) return invalid("duration_hint must be positive");
+    if (index_of(spec.priority) >= priority_count) return invalid("unknown priority");
+    if (spec.key && spec.key->empty()) return invalid("key must not be empty");
+    if (spec.start_tolerance.count() < 0) return invalid("start_tolerance must not be negative");
+    if (spec.on_miss > MissPolicy::Fail) return invalid("unknown miss policy");
+    for (const Dep& d : spec.depends_on) {
+        if (!d.ref.id && !d.ref.key) return invalid("a dependency names no task");
+        if (d.ref.key && d.ref.key->empty()) return invalid("a dependency key must not be empty");
+        if (d.kind > Dep::Kind::OnComplete) return invalid("unknown dependency kind");
+    }
+    if (spec.retry) {
+        if (auto problem = detail::check_retry_policy(*spec.retry)) {
+            why = "retry: " + *problem;
+            return SubmitError::Invalid;
+        }
+    }
+    return std::nullopt;
+}
+
+Duration Engine::State::expected_duration(const TaskSpec& spec) const {
+    if (spec.duration_hint) return *spec.duration_hint;
+    const PoolState& p = pools[spec.pool];
+    if (spec.kind < p.run_times.size() && p.run_times[spec.kind].seen)
+        return Duration(static_cast<Duration::rep>(p.run_times[spec.kind].nanos));
+    return p.config.default_duration;
+}
+
+SubmitResult<std::vector<TaskId>> Engine::State::admit(std::span<const TaskSpec> specs, Time now) {
+    if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+    const std::size_t n = specs.size();
+    const auto where = [n](std::size_t i) { return n > 1 ? "task " + std::to_string(i) + ": " : std::string{}; };
+    std::string why;
+    for (std::size_t i = 0; i < n; ++i)
+        if (auto error = check_spec(specs[i], why)) return {*error, where(i) + why};
+    run_due_timers(now);
+
+    // Keys: defined once per batch; one already held names its holder.
+    std::vector<std::optional<TaskId>> ids(n);
+    detail::StringMap<std::size_t> defined;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!specs[i].key) continue;
+        const std::string& key = *specs[i].key;
+        if (!defined.emplace(key, i).second) {
+            settle(now);
+            return {SubmitError::DuplicateKeyInBatch, "key " + quoted(key) + " is defined twice"};
+        }
+        if (auto held = keys.find(key); held != keys.end()) ids[i] = held->second;
+    }
+
+    // Dependency references: a task, a batch member, or an awaited key.
+    std::vector<std::vector<Target>> targets(n);
+    const auto fail = [&](SubmitError e, std::string message) -> SubmitResult<std::vector<TaskId>> {
+        settle(now);
+        return {e, std::move(message)};
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+        if (ids[i]) continue;
+        for (const Dep& d : specs[i].depends_on) {
+            Target t{Target::Where::Task, d.kind};
+            if (d.ref.id) {
+                if (!status_of(*d.ref.id))
+                    return fail(SubmitError::UnknownDependency,
+                                where(i) + "no task with id " + std::to_string(d.ref.id->value) +
+                                    " (never submitted, or forgotten after its retention)");
+                t.task = *d.ref.id;
+            } else if (auto in_batch = defined.find(*d.ref.key); in_batch != defined.end()) {
+                if (ids[in_batch->second]) {
+                    t.task = *ids[in_batch->second];
+                } else {
+                    t.where = Target::Where::InBatch;
+                    t.index = in_batch->second;
+                }
+            } else if (auto held = keys.find(*d.ref.key); held != keys.end()) {
+                t.task = held->second;
+            } else if (pools[specs[i].pool].config.unknown_dependency.awaits()) {
+                t.where = Target::Where::AwaitKey;
+                t.key = *d.ref.key;
+            } else {
+                return fail(SubmitError::UnknownDependency, where(i) + "no task holds key " + quoted(*d.ref.key));
+            }
+            targets[i].push_back(t);
+        }
+    }
+
+    // Cycles inside the batch: admit in topological order (Kahn), so that
+    // every edge points at a task admitted before it.
+    std::vector<std::size_t> order;
+    order.reserve(n);
+    {
+        std::vector<std::size_t> waiting_on(n, 0);
+        std::vector<std::vector<std::size_t>> children(n);
+        for (std::size_t i = 0; i < n; ++i)
+            for (const Target& t : targets[i])
+                if (t.where == Target::Where::InBatch) {
+                    ++waiting_on[i];
+                    children[t.index].push_back(i);
+                }
+        for (std::size_t i = 0; i < n; ++i)
+            if (!ids[i] && waiting_on[i] == 0) order.push_back(i);
+        for (std::size_t k = 0; k < order.size(); ++k)
+            for (std::size_t c : children[order[k]])
+                if (--waiting_on[c] == 0) order.push_back(c);
+        std::size_t admitted = 0;
+        for (std::size_t i = 0; i < n; ++i) admitted += ids[i] ? 0 : 1;
+        if (order.size() < admitted) {
+            for (std::size_t i = 0; i < n; ++i)
+                if (!ids[i] && waiting_on[i] > 0) return fail(SubmitError::Cycle, where(i) + "its dependencies form a cycle");
+        }
+    }
+
+    // Cycles through keys that Blocked tasks await: a new key closes a cycle
+    // if one of its awaiters is among the new task's ancestors.
+    for (std::size_t i = 0; i < n; ++i) {
+        if (ids[i] || !specs[i].key) continue;
+        auto w = graph.awaiting.find(*specs[i].key);
+        if (w == graph.awaiting.end()) continue;
+        std::unordered_set<std::uint64_t> awaiters, seen;
+        for (const detail::Edge& e : w->second) awaiters.insert(e.child.value);
+        std::vector<std::size_t> batch_stack{i};
+        std::vector<TaskId> task_stack;
+        std::vector<bool> batch_seen(n, false);
+        while (!batch_stack.empty() || !task_stack.empty()) {
+            if (!batch_stack.empty()) {
+                const std::size_t j = batch_stack.back();
+                batch_stack.pop_back();
+                if (batch_seen[j]) continue;
+                batch_seen[j] = true;
+                for (const Target& t : targets[j]) {
+                    if (t.where == Target::Where::InBatch) batch_stack.push_back(t.index);
+                    if (t.where == Target::Where::Task) task_stack.push_back(t.task);
+                }
+                continue;
+            }
+            const TaskId id = task_stack.back();
+            task_stack.pop_back();
+            if (!seen.insert(id.value).second) continue;
+            if (awaiters.count(id.value))
+                return fail(SubmitError::Cycle, where(i) + "key " + quoted(*specs[i].key) +
+                                                    " is awaited by a task it depends on");
+            if (auto b = graph.blocked.find(id.value); b != graph.blocked.end())
+                for (TaskId parent : b->second.parents) task_stack.push_back(parent);
+        }
+    }
+
+    // Reservations: all of the batch's fixed starts at once, per pool.
+    for (std::size_t p = 0; p < pools.size(); ++p) {
+        std::vector<detail::Interval> intervals;
+        for (std::size_t i = 0; i < n; ++i)
+            if (!ids[i] && specs[i].pool == p && specs[i].start)
+                intervals.push_back({*specs[i].start, later(*specs[i].start, expected_duration(specs[i]))});
+        if (!pools[p].reservations.fits(intervals))
+            return fail(SubmitError::ReservationConflict,
+                        describe_pool(pools[p].config) + "more than " + std::to_string(pools[p].reservations.limit()) +
+                            " fixed-start reservation(s) would overlap (reservable_fraction of max_workers)");
+    }
+
+    // Nothing can fail from here on.
+    std::vector<TaskId> out(n);
+    for (std::size_t i : order) {
+        const TaskSpec& spec = specs[i];
+        const std::uint32_t slot = allocate_slot();
+        const TaskId id = admit_one(spec, slot);
+        ids[i] = id;
+        // Edges: already broken by an ended parent, or still to wait on.
+        std::string broken;
+        bool pending = false;
+        for (const Target& t : targets[i]) {
+            if (t.where == Target::Where::AwaitKey) {
+                pending = true;
+                continue;
+            }
+            const TaskId parent = t.where == Target::Where::InBatch ? *ids[t.index] : t.task;
+            const TaskStatus st = *status_of(parent);
+            if (!is_terminal(st)) pending = true;
+            if (is_terminal(st) && !dep_met(t.kind, st) && broken.empty())
+                broken = "dependency task " + std::to_string(parent.value) + " ended " + std::string(to_string(st));
+        }
+        TaskSlot& task = slots[slot];
+        if (!broken.empty()) {
+            // Resolved at once: its only status is Skipped.
+            finish(slot, TaskStatus::Skipped, std::move(broken), now);
+            continue;
+        }
+        if (!pending) {
+            release(slot, now);
+            continue;
+        }
+        ++task.gen;  // Blocked since admit_one
+        emit_status(task, now);
+        detail::BlockedTask waits;
+        for (const Target& t : targets[i]) {
+            if (t.where == Target::Where::AwaitKey) {
+                graph.awaiting[std::string(t.key)].push_back({id, t.kind});
+                waits.awaited.emplace_back(t.key);
+                ++waits.unmet;
+                continue;
+            }
+            const TaskId parent = t.where == Target::Where::InBatch ? *ids[t.index] : t.task;
+            if (is_terminal(*status_of(parent))) continue;  // met
+            graph.dependents[parent.value].push_back({id, t.kind});
+            waits.parents.push_back(parent);
+            ++waits.unmet;
+        }
+        if (!waits.awaited.empty())
+            push_timer(later(now, pools[task.pool].config.unknown_dependency.timeout()), slot, task.gen,
+                       TimerKind::AwaitExpiry);
+        graph.blocked.emplace(id.value, std::move(waits));
+    }
+    for (std::size_t i = 0; i < n; ++i) out[i] = *ids[i];
+    settle(now);
+    return out;
+}
+
+// Takes `slot` for a new task: fields, id, key, start. It counts as Blocked
+// (without an event) until the caller blocks it for real or moves it on.
+TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
+    PoolState& p = pools[spec.pool];
+    TaskSlot& t = slots[slot];
+    t.id = TaskId{next_task_id.fetch_add(1, std::memory_order_relaxed)};
+    t.lease = LeaseId{};
+    t.pool = spec.pool;
+    t.kind = spec.kind;
+    t.priority = spec.priority;
+    t.attempt = 0;
+    t.has_deadline = spec.deadline.has_value();
+    t.deadline = spec.deadline.value_or(Time{});
+    t.duration_hint = spec.duration_hint.value_or(Duration{});
+    t.timeout = spec.timeout ? *spec.timeout : p.config.default_timeout.value_or(Duration{});
+    t.retry = spec.retry.value_or(p.config.retry);
+    t.status = TaskStatus::Blocked;
+    ++p.counters.blocked;
+    by_task.insert(t.id.value, slot);
+    ++live;
+    ++p.counters.submitted;
+    if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
+    if (spec.start) {
+        const Time end = later(*spec.start, expected_duration(spec));
+        starts.emplace(t.id.value, StartInfo{*spec.start, end, spec.start_tolerance, spec.on_miss});
+        p.reservations.add({*spec.start, end}, t.id);
+        t.has_start = true;
+    }
+    if (spec.key) {
+        t.key = &keys.emplace(*spec.key, t.id).first->first;
+        // Tasks that awaited this key now wait on this task.
+        if (auto w = graph.awaiting.find(*spec.key); w != graph.awaiting.end()) {
+            std::vector<detail::Edge> edges = std::move(w->second);
+            graph.awaiting.erase(w);
+            for (const detail::Edge& e : edges) {
+                detail::BlockedTask& b = graph.blocked.at(e.child.value);
+                if (auto k = std::find(b.awaited.begin(), b.awaited.end(), *spec.key); k != b.awaited.end()) b.awaited.erase(k);
+                b.parents.push_back(t.id);
+            }
+            auto& mine = graph.dependents[t.id.value];
+            mine.insert(mine.end(), edges.begin(), edges.end());
+        }
+    }
+    return t.id;
+}
+
+}  // namespace cronoq::core
