@@ -5,6 +5,7 @@
 #include <cronoq/clock.hpp>
 #include <cronoq/config_error.hpp>
 #include <cronoq/cron_expr.hpp>
+#include <cronoq/dep.hpp>
 #include <cronoq/event_stream.hpp>
 #include <cronoq/executor.hpp>
 #include <cronoq/ids.hpp>
@@ -13,9 +14,11 @@
 #include <cronoq/offload.hpp>
 #include <cronoq/pool.hpp>
 #include <cronoq/priority.hpp>
+#include <cronoq/recurring.hpp>
 #include <cronoq/result.hpp>
 #include <cronoq/retry_policy.hpp>
 #include <cronoq/scheduler.hpp>
+#include <cronoq/start_policy.hpp>
 #include <cronoq/status_event.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task.hpp>

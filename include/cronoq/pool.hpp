@@ -108,6 +108,14 @@ public:
     Pool& retry(RetryPolicy policy) { def_.engine.retry = policy; return *this; }
     /// Expected run time of a task before one of its kind has been seen.
     Pool& default_duration(std::chrono::nanoseconds d) { def_.engine.default_duration = d; return *this; }
+    /// Share of `max` workers that fixed-start reservations may hold at any
+    /// instant (default 0.5, always at least one slot).
+    Pool& reservable_fraction(double f) { def_.engine.reservable_fraction = f; return *this; }
+    /// From how long before a fixed start a slot is kept free for it
+    /// (default 30 s).
+    Pool& max_hold(std::chrono::nanoseconds d) { def_.engine.max_hold = d; return *this; }
+    /// Dependencies on keys no task holds: `Reject` (default) or `Await`.
+    Pool& unknown_dependency(UnknownDependency policy) { def_.engine.unknown_dependency = policy; return *this; }
     /// Where this pool's attempts run (default: the scheduler's executor).
     Pool& run_on(asio::any_io_executor ex) { def_.run_on = std::move(ex); return *this; }
 

@@ -3,6 +3,7 @@
 #include <cronoq/detail/builder_base.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/event_stream.hpp>
+#include <cronoq/recurring.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task.hpp>
 #include <cronoq/task_handle.hpp>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace cronoq {
 
@@ -50,8 +52,10 @@ public:
 
     static Builder builder() { return Builder{}; }
 
-    /// Submits without waiting. Errors: UnknownPool, ShuttingDown, Invalid.
-    /// A key held by a live or retained task gives a handle to that task.
+    /// Submits without waiting. Errors: UnknownPool, ShuttingDown, Invalid,
+    /// and for fixed starts and dependencies ReservationConflict, Cycle,
+    /// UnknownDependency. A key held by a live or retained task gives a
+    /// handle to that task.
     SubmitResult<TaskHandle<O>> try_submit(Task<P> task) {
         auto r = owner_->core->try_submit(std::move(task).request());
         if (!r) return {r.error(), r.message()};
@@ -65,6 +69,39 @@ public:
         auto r = owner->core->try_submit(std::move(task).request());
         co_return TaskHandle<O>(std::move(r).value());
     }
+
+    /// Submits every task or none (SPEC §7). Tasks may depend on each other
+    /// by key, in any order; a key defined twice is `DuplicateKeyInBatch`.
+    /// Handles come back in the order of `tasks`.
+    SubmitResult<std::vector<TaskHandle<O>>> try_submit_batch(std::vector<Task<P>> tasks) {
+        std::vector<detail::TaskRequest> requests;
+        requests.reserve(tasks.size());
+        for (Task<P>& t : tasks) requests.push_back(std::move(t).request());
+        auto r = owner_->core->try_submit_batch(std::move(requests));
+        if (!r) return {r.error(), r.message()};
+        std::vector<TaskHandle<O>> handles;
+        handles.reserve(r.value().size());
+        for (auto& state : r.value()) handles.push_back(TaskHandle<O>(std::move(state)));
+        return handles;
+    }
+
+    /// `try_submit_batch` that throws SubmitException on an error.
+    /// Cancelling the awaiting coroutine does not withdraw admitted tasks.
+    asio::awaitable<std::vector<TaskHandle<O>>> submit_batch(std::vector<Task<P>> tasks) {
+        auto owner = owner_;
+        auto r = try_submit_batch(std::move(tasks));
+        co_return std::move(r).value();
+    }
+
+    /// Adds a cron schedule, or replaces the one of the same name (which
+    /// also restarts a `QueueOnSuccess` chain). Throws ConfigError for bad
+    /// cron text, an unknown time zone or pool; nothing is registered then.
+    /// While a schedule is registered the scheduler keeps a timer pending
+    /// for its next occurrence; shutdown stops every schedule.
+    void add_recurring(Recurring<P> schedule) { owner_->core->add_recurring(std::move(schedule).request()); }
+    /// Stops a schedule; occurrences already submitted go on. False if
+    /// there is no schedule of that name.
+    bool remove_recurring(std::string_view name) { return owner_->core->remove_recurring(name); }
 
     /// Cancels a task (by id or key) that has not ended: a queued one ends
     /// `Cancelled` at once, a running one is aborted. False if unknown or

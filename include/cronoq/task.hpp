@@ -1,9 +1,11 @@
 #pragma once
 // Task<P>: the description of one unit of work, built fluently (SPEC §11).
+#include <cronoq/dep.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/retry_policy.hpp>
+#include <cronoq/start_policy.hpp>
 #include <cronoq/task_ref.hpp>
 
 #include <chrono>
@@ -32,6 +34,19 @@ public:
     /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
     Task& deadline_in(std::chrono::nanoseconds d) { r_.deadline_in = d; r_.deadline_at.reset(); return *this; }
     Task& deadline_at(std::chrono::system_clock::time_point t) { r_.deadline_at = t; r_.deadline_in.reset(); return *this; }
+    /// A fixed start (SPEC §6): the task is `Scheduled` until then and
+    /// dispatched at it, ahead of ordinary ready work; the pool keeps a slot
+    /// free for it from `max_hold` before. It reserves a slot for its
+    /// expected duration; more reservations at once than the pool's
+    /// `reservable_fraction` allows fail with `ReservationConflict`.
+    Task& start_at(std::chrono::system_clock::time_point t) { r_.start_at = t; r_.start_in.reset(); return *this; }
+    Task& start_in(std::chrono::nanoseconds d) { r_.start_in = d; r_.start_at.reset(); return *this; }
+    /// How late a start may be before `on_miss` applies (default 1 s).
+    Task& start_tolerance(std::chrono::nanoseconds d) { r_.start_tolerance = d; return *this; }
+    Task& on_miss(MissPolicy p) { r_.on_miss = p; return *this; }
+    /// Waits for another task (SPEC §7): `Blocked` until every edge is met,
+    /// `Skipped` as soon as one cannot be. May be called several times.
+    Task& depends_on(Dep dep) { r_.depends_on.push_back(std::move(dep)); return *this; }
     /// Per attempt; an attempt still running after `d` fails retryably.
     Task& timeout(std::chrono::nanoseconds d) { r_.timeout = d; return *this; }
     Task& retry(RetryPolicy policy) { r_.retry = policy; return *this; }

@@ -6,12 +6,14 @@
 // code: attempts are spawned (co_spawn only posts), aborts are posted to the
 // attempt's strand, and waiters are completed by posting.
 #include <cronoq/config_error.hpp>
+#include <cronoq/cron_expr.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/logging.hpp>
 
 #include "attempt_state.hpp"
 #include "blocking_pool.hpp"
 #include "event_queue.hpp"
+#include "recurring.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
@@ -22,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -86,6 +89,8 @@ struct SchedulerCore::State {
     std::shared_ptr<WaitList> drained = WaitList::create();
     std::vector<std::weak_ptr<EventQueue>> subscribers;
     std::unique_ptr<BlockingPool> blocking;
+    std::map<std::string, Schedule, std::less<>> schedules;
+    std::unique_ptr<Clock::Timer> recurring_timer;  // at the earliest next occurrence
 
     State(asio::any_io_executor ex, SchedulerOptions opts)
         : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
@@ -178,6 +183,116 @@ struct SchedulerCore::State {
         });
     }
 
+    // ---- submission (mutex held) ---------------------------------------------
+    using Failure = std::pair<SubmitError, std::string>;
+
+    // The engine's view of a request; wall time maps the time points.
+    std::optional<Failure> to_spec(const TaskRequest& r, core::Time now, std::chrono::system_clock::time_point wall,
+                                   core::TaskSpec& spec) {
+        if (r.pool) {
+            auto id = engine.find_pool(*r.pool);
+            if (!id) return Failure{SubmitError::UnknownPool, "no pool named \"" + *r.pool + "\""};
+            spec.pool = *id;
+        }
+        const auto engine_time = [&](std::chrono::system_clock::time_point t) {
+            return now + std::chrono::duration_cast<core::Duration>(t - wall);
+        };
+        spec.priority = r.priority;
+        spec.kind = engine.intern_kind(r.kind);
+        if (r.deadline_at) spec.deadline = engine_time(*r.deadline_at);
+        if (r.deadline_in) spec.deadline = now + *r.deadline_in;
+        if (r.start_at) spec.start = engine_time(*r.start_at);
+        if (r.start_in) spec.start = now + *r.start_in;
+        spec.start_tolerance = r.start_tolerance;
+        spec.on_miss = r.on_miss;
+        spec.depends_on = r.depends_on;
+        spec.duration_hint = r.duration_hint;
+        spec.timeout = r.timeout;
+        spec.retry = r.retry;
+        spec.key = r.key;
+        return std::nullopt;
+    }
+
+    static bool needs_wall(const TaskRequest& r) { return r.deadline_at || r.deadline_in || r.start_at; }
+
+    // The handle of `id`: the record of a task the engine just admitted, or
+    // the existing one of the task holding the key.
+    std::shared_ptr<HandleState> record(TaskId id, TaskRequest&& r, std::chrono::system_clock::time_point wall) {
+        if (auto held = tasks.find(id); held != tasks.end()) return held->second.handle;
+        const PoolRuntime& pool = pools[pool_of(r)];
+        auto info = std::make_shared<TaskInfo>();
+        info->id = id;
+        info->pool = &pool.def.engine.name;
+        info->kind = std::move(r.kind);
+        info->key = std::move(r.key);
+        if (!r.traceparent)
+            for (const auto& [k, v] : r.tags)
+                if (k == "traceparent") r.traceparent = v;
+        info->tags = std::move(r.tags);
+        if (r.deadline_at) info->deadline = r.deadline_at;
+        if (r.deadline_in) info->deadline = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(*r.deadline_in);
+        info->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
+        info->traceparent = std::move(r.traceparent);
+        info->payload = std::move(r.payload);
+        auto handle = std::make_shared<HandleState>(id, self);
+        tasks.emplace(id, TaskRecord{std::move(info), handle, nullptr});
+        return handle;
+    }
+
+    std::size_t pool_of(const TaskRequest& r) const { return r.pool ? *engine.find_pool(*r.pool) : 0; }
+
+    SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest r) {
+        if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+        const auto now = clock->now();
+        // Wall time matters only to map time points: read it only then.
+        const auto wall = needs_wall(r) ? clock->system_now() : std::chrono::system_clock::time_point{};
+        core::TaskSpec spec;
+        if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
+        auto id = engine.submit(spec, now);
+        if (!id) return {id.error(), id.message()};
+        auto handle = record(id.value(), std::move(r), wall);
+        apply(now);
+        return handle;
+    }
+
+    // ---- recurring schedules (mutex held) ---------------------------------------
+    void on_recurring_due() {
+        if (shutting_down) return;
+        const auto wall = clock->system_now();
+        for (auto& [name, s] : schedules) {
+            if (s.next > wall) continue;
+            const auto at = take_due(s, wall);
+            const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
+            auto request = occurrence(s, at, previous);
+            if (!request) {
+                logger()->debug("recurring \"{}\": no occurrence at {} (overlap policy)", name, utc_rfc3339(at));
+                continue;
+            }
+            auto handle = submit_one(std::move(*request));
+            if (handle)
+                s.last = handle.value()->id();
+            else
+                logger()->warn("recurring \"{}\": occurrence at {} not submitted: {}", name, utc_rfc3339(at),
+                               handle.message());
+        }
+        rearm_recurring();
+    }
+
+    void rearm_recurring() {
+        auto earliest = std::chrono::system_clock::time_point::max();
+        for (const auto& [name, s] : schedules) earliest = std::min(earliest, s.next);
+        if (shutting_down || earliest == std::chrono::system_clock::time_point::max()) return recurring_timer->disarm();
+        const auto now = clock->now();
+        const auto wall = clock->system_now();
+        const auto at = earliest <= wall ? now : now + std::chrono::duration_cast<core::Duration>(earliest - wall);
+        recurring_timer->arm(at, [w = self] {
+            if (auto core = w.lock()) {
+                std::lock_guard lock(core->s_->mu);
+                core->s_->on_recurring_due();
+            }
+        });
+    }
+
     // ---- timing (mutex held) -------------------------------------------------
     void rearm() {
         const auto next = engine.next_wakeup();
@@ -257,6 +372,7 @@ struct SchedulerCore::State {
     void begin_shutdown(std::chrono::nanoseconds grace) {
         if (!shutting_down) logger()->info("shutting down (grace {} ms)", grace.count() / 1000000);
         shutting_down = true;
+        if (recurring_timer) recurring_timer->disarm();
         const auto now = clock->now();
         engine.shutdown(now, now + std::max(grace, std::chrono::nanoseconds(0)));
         apply(now);
@@ -282,6 +398,7 @@ SchedulerCore::SchedulerCore(std::unique_ptr<State> state) : s_(std::move(state)
 SchedulerCore::~SchedulerCore() {
     // The timer's callback holds only a weak reference; cancel its wait.
     if (s_ && s_->timer) s_->timer->disarm();
+    if (s_ && s_->recurring_timer) s_->recurring_timer->disarm();
 }
 
 std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor executor, SchedulerOptions options,
@@ -291,61 +408,72 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     for (const auto& d : pools) validate(d);
     auto state = std::make_unique<State>(executor, std::move(options));  // validates engine constants
     for (auto& d : pools) {
+        d.engine.max_workers = d.max_workers;
         state->engine.add_pool(d.engine);  // validates the rest, names the field
         asio::any_io_executor ex = d.run_on ? *d.run_on : executor;
         state->pools.push_back(PoolRuntime{std::move(d), std::move(ex)});
     }
     state->timer = state->clock->make_timer(executor);
+    state->recurring_timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
     return core;
 }
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
+    std::lock_guard lock(s_->mu);
+    return s_->submit_one(std::move(r));
+}
+
+SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
     State& s = *s_;
     std::lock_guard lock(s.mu);
     if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    core::TaskSpec spec;
-    if (r.pool) {
-        auto id = s.engine.find_pool(*r.pool);
-        if (!id) return {SubmitError::UnknownPool, "no pool named \"" + *r.pool + "\""};
-        spec.pool = *id;
-    }
     const auto now = s.clock->now();
-    // Wall time matters only to map a deadline: read it only then.
-    const bool has_deadline = r.deadline_at || r.deadline_in;
-    const auto wall = has_deadline ? s.clock->system_now() : std::chrono::system_clock::time_point{};
-    spec.priority = r.priority;
-    spec.kind = s.engine.intern_kind(r.kind);
-    if (r.deadline_at) spec.deadline = now + std::chrono::duration_cast<core::Duration>(*r.deadline_at - wall);
-    if (r.deadline_in) spec.deadline = now + *r.deadline_in;
-    spec.duration_hint = r.duration_hint;
-    spec.timeout = r.timeout;
-    spec.retry = r.retry;
-    spec.key = r.key;
-    auto id = s.engine.submit(spec, now);
-    if (!id) return {id.error(), id.message()};
-    if (auto held = s.tasks.find(id.value()); held != s.tasks.end()) return held->second.handle;  // the key's task
-
-    const PoolRuntime& pool = s.pools[spec.pool];
-    auto info = std::make_shared<TaskInfo>();
-    info->id = id.value();
-    info->pool = &pool.def.engine.name;
-    info->kind = std::move(r.kind);
-    info->key = std::move(r.key);
-    if (!r.traceparent)
-        for (const auto& [k, v] : r.tags)
-            if (k == "traceparent") r.traceparent = v;
-    info->tags = std::move(r.tags);
-    if (r.deadline_at) info->deadline = r.deadline_at;
-    if (r.deadline_in) info->deadline = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(*r.deadline_in);
-    info->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
-    info->traceparent = std::move(r.traceparent);
-    info->payload = std::move(r.payload);
-    auto handle = std::make_shared<HandleState>(id.value(), s.self);
-    s.tasks.emplace(id.value(), TaskRecord{std::move(info), handle, nullptr});
+    const bool any_wall = std::any_of(requests.begin(), requests.end(), State::needs_wall);
+    const auto wall = any_wall ? s.clock->system_now() : std::chrono::system_clock::time_point{};
+    std::vector<core::TaskSpec> specs(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        if (auto failure = s.to_spec(requests[i], now, wall, specs[i]))
+            return {failure->first, "task " + std::to_string(i) + ": " + failure->second};
+    auto ids = s.engine.submit_batch(specs, now);
+    if (!ids) return {ids.error(), ids.message()};
+    std::vector<std::shared_ptr<HandleState>> handles;
+    handles.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) handles.push_back(s.record(ids.value()[i], std::move(requests[i]), wall));
     s.apply(now);
-    return handle;
+    return handles;
+}
+
+void SchedulerCore::add_recurring(RecurringRequest r) {
+    if (r.name.empty()) throw ConfigError("recurring: name must not be empty");
+    const std::string where = "recurring \"" + r.name + "\": ";
+    std::optional<CronExpr> expr;
+    try {
+        expr = CronExpr::parse(r.cron);
+        (void)expr->next_after(std::chrono::system_clock::now(), r.tz);  // validates the zone
+    } catch (const ConfigError& e) {
+        throw ConfigError(where + e.what());
+    }
+    if (r.deadline_after && r.deadline_after->count() <= 0) throw ConfigError(where + "deadline_after must be positive");
+    std::lock_guard lock(s_->mu);
+    if (r.task.pool && !s_->engine.find_pool(*r.task.pool))
+        throw ConfigError(where + "no pool named \"" + *r.task.pool + "\"");
+    if (s_->shutting_down) throw ConfigError(where + "the scheduler is shutting down");
+    const auto first = expr->next_after(s_->clock->system_now(), r.tz);
+    Schedule schedule{std::move(r), *expr, first.value_or(std::chrono::system_clock::time_point::max()), std::nullopt};
+    const std::string name = schedule.request.name;
+    s_->schedules.insert_or_assign(name, std::move(schedule));
+    s_->rearm_recurring();
+}
+
+bool SchedulerCore::remove_recurring(std::string_view name) {
+    std::lock_guard lock(s_->mu);
+    auto it = s_->schedules.find(name);
+    if (it == s_->schedules.end()) return false;
+    s_->schedules.erase(it);
+    s_->rearm_recurring();
+    return true;
 }
 
 bool SchedulerCore::cancel(const TaskRef& ref) {

@@ -2,10 +2,12 @@
 // The type-erased forms in which the typed builders (Task<P>, Pool<P, O>)
 // hand work to the driver core, so that the core compiles once.
 #include <cronoq/core/task_spec.hpp>
+#include <cronoq/dep.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/result.hpp>
 #include <cronoq/retry_policy.hpp>
+#include <cronoq/start_policy.hpp>
 #include <cronoq/task_context.hpp>
 #include <cronoq/task_error.hpp>
 
@@ -64,6 +66,20 @@ struct TaskRequest {
     std::optional<std::chrono::nanoseconds> duration_hint;
     std::vector<std::pair<std::string, std::string>> tags;
     std::optional<std::string> traceparent;
+    std::optional<std::chrono::system_clock::time_point> start_at;
+    std::optional<std::chrono::nanoseconds> start_in;
+    std::chrono::nanoseconds start_tolerance = std::chrono::seconds(1);
+    MissPolicy on_miss = MissPolicy::RunLate;
+    std::vector<Dep> depends_on;
+};
+
+struct RecurringRequest {
+    std::string name;
+    std::string cron;
+    std::string tz = "UTC";
+    OverlapPolicy overlap = OverlapPolicy::Skip;
+    std::optional<std::chrono::nanoseconds> deadline_after;
+    TaskRequest task;  ///< the template of every occurrence
 };
 
 }  // namespace cronoq::detail

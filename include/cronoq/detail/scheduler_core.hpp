@@ -39,6 +39,12 @@ public:
     ~SchedulerCore();
 
     SubmitResult<std::shared_ptr<HandleState>> try_submit(TaskRequest request);
+    /// All or nothing; handles in the order of `requests`.
+    SubmitResult<std::vector<std::shared_ptr<HandleState>>> try_submit_batch(std::vector<TaskRequest> requests);
+    /// Adds or replaces the schedule named `request.name`. Throws
+    /// ConfigError (bad cron, zone, pool, name) and registers nothing then.
+    void add_recurring(RecurringRequest request);
+    bool remove_recurring(std::string_view name);
     bool cancel(const TaskRef& task);
     std::optional<TaskStatus> status(const TaskRef& task) const;
     asio::awaitable<void> shutdown(std::chrono::nanoseconds grace);

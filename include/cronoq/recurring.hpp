@@ -1,0 +1,48 @@
+#pragma once
+// Recurring<P>: a task template run on a cron schedule (SPEC §6).
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/start_policy.hpp>
+#include <cronoq/task.hpp>
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+namespace cronoq {
+
+/// A value type; every setter returns `*this`. Added with
+/// `Scheduler::add_recurring`, which validates it (cron text, time zone,
+/// pool) and throws `ConfigError` without registering anything.
+///
+/// Each occurrence is a fixed-start task built from the template: its start
+/// is the occurrence time, its key `<template key or name>@<UTC RFC 3339
+/// start>` (e.g. `nightly@2026-03-29T01:00:00Z`), with the tag
+/// `cronoq.recurring=<name>`. Occurrences are submitted when they are due.
+template <class P>
+class Recurring {
+public:
+    /// `cron`: 5 fields (minute precision) or 6 (leading seconds), or a
+    /// macro such as `@daily`; see `CronExpr`.
+    Recurring(std::string name, std::string cron, Task<P> task_template) {
+        r_.name = std::move(name);
+        r_.cron = std::move(cron);
+        r_.task = std::move(task_template).request();
+    }
+
+    /// The IANA zone the cron fields are read in (default "UTC"); daylight
+    /// saving follows the rule of `CronExpr::next_after`.
+    Recurring& tz(std::string iana_name) { r_.tz = std::move(iana_name); return *this; }
+    /// What happens when an occurrence is due while the previous one is
+    /// still live (default `OverlapPolicy::Skip`).
+    Recurring& overlap(OverlapPolicy p) { r_.overlap = p; return *this; }
+    /// Each occurrence's soft deadline, counted from its start.
+    Recurring& deadline_after(std::chrono::nanoseconds d) { r_.deadline_after = d; return *this; }
+
+    const detail::RecurringRequest& request() const& { return r_; }
+    detail::RecurringRequest&& request() && { return std::move(r_); }
+
+private:
+    detail::RecurringRequest r_;
+};
+
+}  // namespace cronoq
