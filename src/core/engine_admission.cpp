@@ -215,7 +215,7 @@ SubmitResult<std::vector<TaskId>> Engine::State::admit(std::span<const TaskSpec>
             const TaskStatus st = *status_of(parent);
             if (!is_terminal(st)) pending = true;
             if (is_terminal(st) && !dep_met(t.kind, st) && broken.empty())
-                broken = "dependency task " + std::to_string(parent.value) + " ended " + std::string(to_string(st));
+                broken = "dependency " + describe_task(parent) + " ended " + std::string(to_string(st));
         }
         TaskSlot& task = slots[slot];
         if (!broken.empty()) {

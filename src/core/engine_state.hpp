@@ -183,6 +183,25 @@ struct Engine::State {
         return retained[offset].status;
     }
 
+    /// "task 12" or "task 12 (\"key\")", for messages.
+    std::string describe_task(TaskId id) const {
+        std::string out = "task " + std::to_string(id.value);
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v) return out;
+        const std::string* key = nullptr;
+        if (!(*v & retained_bit)) {
+            key = slots[*v].key;
+        } else {
+            key = retained[((*v & ~retained_bit) - retained_head) & ~retained_bit].key;
+        }
+        if (key) {
+            out.append(" (\"");
+            out.append(*key);
+            out.append("\")");
+        }
+        return out;
+    }
+
     // ---- actions ----------------------------------------------------------
     void emit_status(const TaskSlot& t, Time now) {
         actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}});

@@ -109,8 +109,7 @@ void Engine::State::resolve_dependents(Time now) {
             const auto child = live_slot(e.child);
             if (!child || slots[*child].status != TaskStatus::Blocked) continue;  // ended meanwhile
             if (!dep_met(e.kind, status)) {
-                std::string message = "dependency task ";
-                message.append(std::to_string(parent.value));
+                std::string message = "dependency " + describe_task(parent);
                 message.append(" ended ");
                 message.append(to_string(status));
                 finish(*child, TaskStatus::Skipped, std::move(message), now);
