@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,22 @@ public:
         if (!r) return {r.error(), r.message()};
         return BlockingHandle<O>(std::move(r).value());
     }
+    /// All or nothing, as `Scheduler::try_submit_batch`; `submit_batch`
+    /// throws SubmitException instead.
+    SubmitResult<std::vector<BlockingHandle<O>>> try_submit_batch(std::vector<Task<P>> tasks) {
+        auto r = state_->scheduler.try_submit_batch(std::move(tasks));
+        if (!r) return {r.error(), r.message()};
+        std::vector<BlockingHandle<O>> out;
+        out.reserve(r.value().size());
+        for (auto& h : r.value()) out.emplace_back(std::move(h));
+        return out;
+    }
+    std::vector<BlockingHandle<O>> submit_batch(std::vector<Task<P>> tasks) {
+        return try_submit_batch(std::move(tasks)).value();
+    }
+    /// As `Scheduler::add_recurring` / `remove_recurring`.
+    void add_recurring(Recurring<P> schedule) { state_->scheduler.add_recurring(std::move(schedule)); }
+    bool remove_recurring(std::string_view name) { return state_->scheduler.remove_recurring(name); }
     bool cancel(TaskRef ref) { return state_->scheduler.cancel(std::move(ref)); }
     std::optional<TaskStatus> status(TaskRef ref) const { return state_->scheduler.status(std::move(ref)); }
     EventStream subscribe() { return state_->scheduler.subscribe(); }

@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using namespace cronoq;
@@ -249,4 +251,21 @@ TEST(BlockingScheduler, PlainExecutorFnSeesCancellationThroughTheContext) {
     EXPECT_TRUE(saw_cancel.get_future().get());
     EXPECT_THROW(h.get(), TaskFailure);
     EXPECT_EQ(h.status(), TaskStatus::Cancelled);
+}
+
+TEST(BlockingScheduler, BatchRunsInDependencyOrder) {
+    std::vector<int> order;
+    std::mutex mu;
+    auto sched = Blocking::builder()
+                     .pool(Pool<int, int>("p").workers(1, 2, 2).executor_fn([&](TaskContext, std::shared_ptr<const int> n) -> Result<int> {
+                         std::lock_guard lock(mu);
+                         order.push_back(*n);
+                         return *n;
+                     }))
+                     .build();
+    auto handles = sched.submit_batch({Task<int>(2).depends_on(Dep::on_success("first")), Task<int>(1).key("first")});
+    EXPECT_EQ(*handles[0].get(), 2);
+    EXPECT_EQ(*handles[1].get(), 1);
+    EXPECT_EQ(order, (std::vector<int>{1, 2}));
+    EXPECT_THROW(sched.submit_batch({Task<int>(3).key("k"), Task<int>(4).key("k")}), SubmitException);
 }
