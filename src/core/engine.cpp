@@ -1,4 +1,5 @@
 // The engine's public API over its state (engine_state.hpp).
+#include "config_checks.hpp"
 #include "engine_state.hpp"
 
 namespace cronoq::core {
@@ -16,6 +17,7 @@ Engine::Engine(EngineConfig config) {
     check_finite_nonneg(u.overdue_rate, "urgency.overdue_rate");
     check_finite_nonneg(u.overdue_cap, "urgency.overdue_cap");
     if (config.retention.count() < 0) throw ConfigError("retention must not be negative");
+    if (auto problem = detail::check_bounds(config.global_bounds, "global_bounds")) throw ConfigError(*problem);
     s_ = std::make_unique<State>(std::move(config));
 }
 
@@ -40,7 +42,10 @@ PoolId Engine::add_pool(PoolConfig config) {
     if (config.max_workers == 0) config.max_workers = config.capacity;
     if (config.max_workers < config.capacity)
         throw ConfigError(describe_pool(config) + "max_workers must not be below the capacity");
+    if (auto problem = detail::check_bounds(config.bounds)) throw ConfigError(describe_pool(config) + *problem);
     PoolState p;
+    p.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
+                 s_->config.global_bounds.bounded();
     // At least one slot, as SPEC §6 says, even for a fraction of 0.
     p.reservations.set_limit(std::max<std::size_t>(
         1, static_cast<std::size_t>(std::floor(config.reservable_fraction * static_cast<double>(config.max_workers)))));
@@ -88,6 +93,10 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
             s.settle(now);
             return held->second;
         }
+    }
+    if (auto error = s.make_room(spec.pool, spec.priority, why, now)) {
+        s.settle(now);
+        return {*error, std::move(why)};
     }
     const std::uint32_t slot = s.allocate_slot();
     const TaskId id = s.admit_one(spec, slot);

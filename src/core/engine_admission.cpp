@@ -196,6 +196,22 @@ SubmitResult<std::vector<TaskId>> Engine::State::admit(std::span<const TaskSpec>
                             " fixed-start reservation(s) would overlap (reservable_fraction of max_workers)");
     }
 
+    // Bounds: a single task may shed a victim; a batch must fit.
+    {
+        std::vector<std::size_t> incoming(pools.size(), 0);
+        std::optional<std::size_t> only;
+        std::size_t count = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (!ids[i]) {
+                ++incoming[specs[i].pool];
+                only = i;
+                ++count;
+            }
+        const auto error = count == 1 ? make_room(specs[*only].pool, specs[*only].priority, why, now)
+                                      : check_room(incoming, why);
+        if (error) return fail(*error, std::move(why));
+    }
+
     // Nothing can fail from here on.
     std::vector<TaskId> out(n);
     for (std::size_t i : order) {

@@ -22,14 +22,14 @@
 
 namespace cronoq::core {
 
+inline constexpr Time never = Time::max();
+inline constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 
 // Ids come from process-wide counters so that they are unique across every
 // engine in the process, as the public contract promises.
 inline std::atomic<std::uint64_t> next_task_id{1};
 inline std::atomic<std::uint64_t> next_lease_id{1};
 
-inline constexpr Time never = Time::max();
-inline constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 
 // `now + d` for d >= 0, saturating: a time past the end of the axis is
 // `never` (e.g. a timeout of Duration::max() means no timeout) instead of a
@@ -73,6 +73,10 @@ struct TaskSlot {
     TaskStatus status = TaskStatus::Ready;
     bool has_deadline = false;
     bool has_start = false;    // its StartInfo is in State::starts until it ends
+    // Ready tasks of a (pool, class) in the order they became ready, for
+    // shedding: only in pools that may shed.
+    std::uint32_t older = no_slot;
+    std::uint32_t newer = no_slot;
 };
 
 // A fixed-start task's start, kept beside its slot (few tasks have one).
@@ -122,6 +126,10 @@ struct PoolState {
     detail::ReadyQueue queue;
     detail::Ring<detail::QueueRef> due_starts;  // fixed starts that are due: dispatched first
     detail::Reservations reservations;
+    std::array<std::uint32_t, priority_count> oldest_ready{no_slot, no_slot, no_slot, no_slot};
+    std::array<std::uint32_t, priority_count> newest_ready{no_slot, no_slot, no_slot, no_slot};
+    bool may_shed = false;  // keeps the lists above
+    bool full = false;      // a submit got Full: SpaceAvailable once there is room
     std::vector<RunTimeMean> run_times;  // by kind
     bool dirty = false;                  // may dispatch
 };
@@ -258,7 +266,10 @@ struct Engine::State {
     void leave(TaskSlot& t) {
         PoolCounters& c = pools[t.pool].counters;
         switch (t.status) {
-            case TaskStatus::Ready: --c.ready; break;
+            case TaskStatus::Ready:
+                --c.ready;
+                if (pools[t.pool].may_shed) unlink_ready(static_cast<std::uint32_t>(&t - slots.data()));
+                break;
             case TaskStatus::Retrying: --c.retrying; break;
             case TaskStatus::Scheduled: --c.scheduled; break;
             case TaskStatus::Blocked:
@@ -277,6 +288,7 @@ struct Engine::State {
         t.ready_since = now;
         ++t.gen;
         ++p.counters.ready;
+        if (p.may_shed) link_ready(s);
         if (t.has_deadline) {
             t.latest_start = t.deadline - expected_duration(t);
             p.queue.push_deadline(t.priority, t.latest_start, t.id.value, {s, t.gen});
@@ -424,6 +436,24 @@ struct Engine::State {
         return std::nullopt;
     }
 
+    // ---- bounds and shedding (engine_bounds.cpp) -------------------------------
+    static std::size_t pending(const PoolState& p) {
+        const PoolCounters& c = p.counters;
+        return c.ready + c.blocked + c.scheduled + c.retrying;
+    }
+    std::size_t pending_total() const;
+    bool has_room(const PoolState& p, std::size_t incoming) const;
+    /// Room for one more task of `pool` at priority `priority`: nothing, a
+    /// shed victim, or the error (Full also marks the pool for a
+    /// SpaceAvailable).
+    std::optional<SubmitError> make_room(PoolId pool, Priority priority, std::string& why, Time now);
+    /// Room for a batch: `incoming[pool]` new tasks per pool; never sheds.
+    std::optional<SubmitError> check_room(std::span<const std::size_t> incoming, std::string& why);
+    void link_ready(std::uint32_t s);
+    void unlink_ready(std::uint32_t s);
+    void announce_space();
+    std::size_t full_pools = 0;
+
     // ---- admission (engine_admission.cpp) -----------------------------------
     SubmitResult<std::vector<TaskId>> admit(std::span<const TaskSpec> specs, Time now);
     std::optional<SubmitError> check_spec(const TaskSpec& spec, std::string& why) const;
@@ -490,6 +520,7 @@ struct Engine::State {
         if (!graph.resolved.empty()) resolve_dependents(now);
         for (PoolState& p : pools)
             if (p.dirty) dispatch(p, now);
+        if (full_pools > 0) announce_space();
         forget_retained(now);
         // Keep the heap top live, so that next_wakeup() never names a
         // wakeup with nothing to do, and an idle engine has none.

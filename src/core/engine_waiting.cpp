@@ -41,6 +41,7 @@ void Engine::State::start_due(std::uint32_t s, Time now) {
     t.ready_since = now;
     ++t.gen;
     ++p.counters.ready;
+    if (p.may_shed) link_ready(s);
     p.due_starts.push_back({s, t.gen});
     p.dirty = true;
     emit_status(t, now);

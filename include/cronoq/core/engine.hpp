@@ -44,6 +44,7 @@ struct PoolCounters {
     std::uint64_t lease_expired = 0;
     std::uint64_t skipped = 0;         ///< a dependency could not be met
     std::uint64_t missed = 0;          ///< ended `Missed` (MissPolicy::Skip)
+    std::uint64_t shed = 0;            ///< evicted by an overflow policy
     std::uint64_t starts_on_time = 0;  ///< fixed starts dispatched within their tolerance
     std::uint64_t starts_late = 0;     ///< dispatched later (RunLate) or missed
 };
@@ -72,13 +73,21 @@ public:
     /// retry policy or kind); a rejected task leaves no trace. A key held by
     /// a live or retained task returns that task's id and admits nothing
     /// (no action is emitted).
+    ///
+    /// Bounds (SPEC §8): a task beyond its pool's or the global
+    /// `max_pending` (tasks admitted and not running) follows its pool's
+    /// `OverflowPolicy`: `Wait` → `Full` (and a `SpaceAvailable` for the
+    /// pool once there is room), `Reject` → `Overloaded`, `ShedLowest` /
+    /// `ShedOldest` → a queued (Ready) victim ends `Shed` and the task is
+    /// admitted, or `Overloaded` when there is none.
     SubmitResult<TaskId> submit(const TaskSpec& spec, Time now);
 
     /// Admits all of `specs` or none (SPEC §7). Tasks may depend on each
     /// other by key, in any order; ids come back in the order of `specs`.
     /// Beyond `submit`'s errors: DuplicateKeyInBatch, Cycle,
     /// UnknownDependency, ReservationConflict; each message names the
-    /// offending task by its index. A spec whose key is held returns the
+    /// offending task by its index. A batch that does not fit its bounds
+    /// sheds nothing: `Full` under `Wait`, else `Overloaded`. A spec whose key is held returns the
     /// holder's id and admits nothing.
     SubmitResult<std::vector<TaskId>> submit_batch(std::span<const TaskSpec> specs, Time now);
 

@@ -1,5 +1,6 @@
 #pragma once
 // What the engine knows of pools and tasks: metadata only, never payloads.
+#include <cronoq/bounds.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/dep.hpp>
 #include <cronoq/priority.hpp>
@@ -34,6 +35,8 @@ struct PoolConfig {
     /// How long before a fixed start the engine keeps a slot free for it.
     Duration max_hold = std::chrono::seconds(30);
     UnknownDependency unknown_dependency{};
+    Bounds bounds{};  ///< cap on tasks not yet running
+    OverflowPolicy overflow = OverflowPolicy::Wait;
 };
 
 struct EngineConfig {
@@ -42,6 +45,9 @@ struct EngineConfig {
     Duration retention = std::chrono::minutes(5);  ///< how long terminal tasks stay visible
     std::size_t retention_max = 100000;            ///< and at most how many
     std::uint64_t seed = 0;                        ///< of the backoff jitter generator
+    /// Cap on tasks not yet running, over all pools; a submission beyond it
+    /// follows the overflow policy of its own pool.
+    Bounds global_bounds{};
 };
 
 struct TaskSpec {
