@@ -179,8 +179,12 @@ SubmitResult<std::vector<TaskId>> Engine::State::admit(std::span<const TaskSpec>
             if (awaiters.count(id.value))
                 return fail(SubmitError::Cycle, where(i) + "key " + quoted(*specs[i].key) +
                                                     " is awaited by a task it depends on");
-            if (auto b = graph.blocked.find(id.value); b != graph.blocked.end())
+            if (auto b = graph.blocked.find(id.value); b != graph.blocked.end()) {
                 for (TaskId parent : b->second.parents) task_stack.push_back(parent);
+                // A key it awaits that this batch defines is a parent too.
+                for (const std::string& key : b->second.awaited)
+                    if (auto j = defined.find(key); j != defined.end() && !ids[j->second]) batch_stack.push_back(j->second);
+            }
         }
     }
 

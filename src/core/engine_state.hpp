@@ -16,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <set>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -126,6 +127,7 @@ struct PoolState {
     detail::ReadyQueue queue;
     detail::Ring<detail::QueueRef> due_starts;  // fixed starts that are due: dispatched first
     detail::Reservations reservations;
+    std::multiset<Time> held_starts;  // starts of Scheduled tasks: what holds keep slots for
     std::array<std::uint32_t, priority_count> oldest_ready{no_slot, no_slot, no_slot, no_slot};
     std::array<std::uint32_t, priority_count> newest_ready{no_slot, no_slot, no_slot, no_slot};
     bool may_shed = false;  // keeps the lists above
@@ -271,7 +273,14 @@ struct Engine::State {
                 if (pools[t.pool].may_shed) unlink_ready(static_cast<std::uint32_t>(&t - slots.data()));
                 break;
             case TaskStatus::Retrying: --c.retrying; break;
-            case TaskStatus::Scheduled: --c.scheduled; break;
+            case TaskStatus::Scheduled: {
+                --c.scheduled;
+                // Its hold ends: what it kept off a slot may run now.
+                PoolState& p = pools[t.pool];
+                p.held_starts.erase(p.held_starts.find(starts.at(t.id.value).start));
+                p.dirty = true;
+                break;
+            }
             case TaskStatus::Blocked:
                 --c.blocked;
                 drop_blocked(t.id);
@@ -494,9 +503,14 @@ struct Engine::State {
                 const std::size_t free = p.capacity - p.counters.running;
                 s = p.queue.pop_best(live, [this, now](std::uint32_t slot) { return rank(slot, now); },
                                      [this, &p, now, free](std::uint32_t slot) {
-                                         if (p.reservations.empty()) return true;
+                                         if (p.held_starts.empty()) return true;
                                          const Duration d = std::min(expected_duration(slots[slot]), p.config.max_hold);
-                                         return p.reservations.starts_between(now, later(now, d), free) < free;
+                                         const Time until = later(now, d);
+                                         std::size_t held = 0;
+                                         for (auto it = p.held_starts.upper_bound(now);
+                                              it != p.held_starts.end() && *it < until && held < free; ++it)
+                                             ++held;
+                                         return held < free;
                                      });
             }
             if (!s) break;

@@ -26,6 +26,7 @@ void Engine::State::release(std::uint32_t s, Time now) {
     t.status = TaskStatus::Scheduled;
     ++t.gen;
     ++pools[t.pool].counters.scheduled;
+    pools[t.pool].held_starts.insert(start.start);
     push_timer(start.start, s, t.gen, TimerKind::Start);
     emit_status(t, now);
 }

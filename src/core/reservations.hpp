@@ -1,8 +1,7 @@
 #pragma once
 // Fixed-start reservations of one pool (SPEC §6). A fixed-start task
 // reserves a slot over [start, start + expected duration); at no instant may
-// more than `limit` reservations overlap. The same table answers the hold
-// question of dispatch: how many starts are coming up in a window.
+// more than `limit` reservations overlap.
 #include <cronoq/core/time.hpp>
 #include <cronoq/ids.hpp>
 
@@ -66,13 +65,6 @@ public:
             if (open > static_cast<std::ptrdiff_t>(limit_)) return false;
         }
         return true;
-    }
-
-    /// Starts strictly after `now` and before `until`, counting at most `cap`.
-    std::size_t starts_between(Time now, Time until, std::size_t cap) const {
-        std::size_t n = 0;
-        for (auto it = by_start_.upper_bound(now); it != by_start_.end() && it->first < until && n < cap; ++it) ++n;
-        return n;
     }
 
 private:
