@@ -70,8 +70,15 @@ public:
         shutdown(std::chrono::nanoseconds(0));
     }
 
-    /// Submits; throws SubmitException on an error.
-    BlockingHandle<O> submit(Task<P> task) { return BlockingHandle<O>(state_->scheduler.try_submit(std::move(task)).value()); }
+    /// Submits; throws SubmitException on an error. Blocks only when the
+    /// pool is full under `OverflowPolicy::Wait`, until there is room (never
+    /// call it then from a thread of the scheduler's io_context).
+    BlockingHandle<O> submit(Task<P> task) {
+        auto r = state_->scheduler.try_submit(task);
+        if (r || r.error() != SubmitError::Full) return BlockingHandle<O>(std::move(r).value());
+        auto admitted = asio::co_spawn(*state_->io, state_->scheduler.submit(std::move(task)), asio::use_future);
+        return BlockingHandle<O>(admitted.get());
+    }
     SubmitResult<BlockingHandle<O>> try_submit(Task<P> task) {
         auto r = state_->scheduler.try_submit(std::move(task));
         if (!r) return {r.error(), r.message()};

@@ -1,5 +1,7 @@
 #pragma once
 // Pool<P, O>: a named set of worker slots and the executor that runs there.
+#include <cronoq/bounds.hpp>
+#include <cronoq/dep.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/executor.hpp>
 #include <cronoq/offload.hpp>
@@ -116,6 +118,10 @@ public:
     Pool& max_hold(std::chrono::nanoseconds d) { def_.engine.max_hold = d; return *this; }
     /// Dependencies on keys no task holds: `Reject` (default) or `Await`.
     Pool& unknown_dependency(UnknownDependency policy) { def_.engine.unknown_dependency = policy; return *this; }
+    /// Cap on this pool's tasks that are not yet running, and what a
+    /// submission beyond it does (SPEC §8; default unbounded, `Wait`).
+    Pool& bounds(Bounds b) { def_.engine.bounds = b; return *this; }
+    Pool& overflow(OverflowPolicy policy) { def_.engine.overflow = policy; return *this; }
     /// Where this pool's attempts run (default: the scheduler's executor).
     Pool& run_on(asio::any_io_executor ex) { def_.run_on = std::move(ex); return *this; }
 

@@ -62,12 +62,18 @@ public:
         return TaskHandle<O>(std::move(r).value());
     }
 
-    /// Submits; throws SubmitException on an error. Cancelling the awaiting
-    /// coroutine before it resumes does not withdraw an admitted task.
+    /// Submits; throws SubmitException on an error. When the task's pool is
+    /// full under `OverflowPolicy::Wait`, suspends until there is room, in
+    /// FIFO order among waiting submitters (a `try_submit` that finds room
+    /// is admitted at once). Cancelling the awaiting coroutine while it
+    /// waits ends the wait with `operation_aborted` and admits nothing;
+    /// once admitted, the task is not withdrawn. At shutdown, waiting
+    /// submitters fail with `ShuttingDown`.
     asio::awaitable<TaskHandle<O>> submit(Task<P> task) {
         auto owner = owner_;
-        auto r = owner->core->try_submit(std::move(task).request());
-        co_return TaskHandle<O>(std::move(r).value());
+        auto op = owner->core->submit(std::move(task).request());
+        auto state = co_await std::move(op);
+        co_return TaskHandle<O>(std::move(state));
     }
 
     /// Submits every task or none (SPEC §7). Tasks may depend on each other

@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -36,6 +37,9 @@ namespace {
 struct PoolRuntime {
     PoolDefinition def;
     asio::any_io_executor executor;  // where attempts run
+    // Submitters waiting for room under OverflowPolicy::Wait, in order; the
+    // head is woken when the engine announces space.
+    std::deque<std::shared_ptr<WaitList>> waiting_submits;
 };
 
 struct TaskRecord {
@@ -171,7 +175,14 @@ struct SchedulerCore::State {
     }
 
     void on(core::ScaleTo&, core::Time, std::chrono::system_clock::time_point) {}
-    void on(core::SpaceAvailable&, core::Time, std::chrono::system_clock::time_point) {}
+    void on(core::SpaceAvailable& s, core::Time, std::chrono::system_clock::time_point) { wake_next_submit(pools[s.pool]); }
+
+    void wake_next_submit(PoolRuntime& pool) {
+        if (pool.waiting_submits.empty()) return;
+        auto next = std::move(pool.waiting_submits.front());
+        pool.waiting_submits.pop_front();
+        next->set();  // posts the waiter's resumption
+    }
 
     void publish(const TaskRecord& rec, const core::Status& s, std::chrono::system_clock::time_point at) {
         if (subscribers.empty()) return;
@@ -241,7 +252,9 @@ struct SchedulerCore::State {
 
     std::size_t pool_of(const TaskRequest& r) const { return r.pool ? *engine.find_pool(*r.pool) : 0; }
 
-    SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest r) {
+    // Consumes `r` only when it is admitted, so that a waiting submitter can
+    // try again with it.
+    SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r) {
         if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
         const auto now = clock->now();
         // Wall time matters only to map time points: read it only then.
@@ -268,7 +281,7 @@ struct SchedulerCore::State {
                 logger()->debug("recurring \"{}\": no occurrence at {} (overlap policy)", name, utc_rfc3339(at));
                 continue;
             }
-            auto handle = submit_one(std::move(*request));
+            auto handle = submit_one(*request);
             if (handle)
                 s.last = handle.value()->id();
             else
@@ -373,6 +386,9 @@ struct SchedulerCore::State {
         if (!shutting_down) logger()->info("shutting down (grace {} ms)", grace.count() / 1000000);
         shutting_down = true;
         if (recurring_timer) recurring_timer->disarm();
+        // Waiting submitters try again and fail with ShuttingDown.
+        for (PoolRuntime& p : pools)
+            while (!p.waiting_submits.empty()) wake_next_submit(p);
         const auto now = clock->now();
         engine.shutdown(now, now + std::max(grace, std::chrono::nanoseconds(0)));
         apply(now);
@@ -422,7 +438,47 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
     std::lock_guard lock(s_->mu);
-    return s_->submit_one(std::move(r));
+    return s_->submit_one(r);
+}
+
+asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest r) {
+    auto self = shared_from_this();
+    State& s = *s_;
+    std::shared_ptr<WaitList> turn;  // set when it is this submitter's turn
+    for (;;) {
+        {
+            std::lock_guard lock(s.mu);
+            const auto pool_id = r.pool ? s.engine.find_pool(*r.pool) : std::optional<core::PoolId>(0);
+            PoolRuntime* pool = pool_id ? &s.pools[*pool_id] : nullptr;
+            // FIFO: a newcomer queues behind submitters already waiting.
+            const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutting_down;
+            if (!queue_first) {
+                auto result = s.submit_one(r);
+                const bool waits = !result && result.error() == SubmitError::Full && pool &&
+                                   pool->def.engine.overflow == OverflowPolicy::Wait;
+                if (!waits) {
+                    if (!result) throw SubmitException(result.error(), result.message());
+                    // Room may remain for the next waiter; if not, it waits again.
+                    if (turn) s.wake_next_submit(*pool);
+                    co_return std::move(result).value();
+                }
+            }
+            const bool had_turn = turn != nullptr;
+            turn = WaitList::create();
+            if (had_turn)
+                pool->waiting_submits.push_front(turn);  // it keeps its place
+            else
+                pool->waiting_submits.push_back(turn);
+        }
+        try {
+            co_await turn->async_wait(asio::use_awaitable);
+        } catch (...) {
+            // Cancelled: leave the queue; nothing was admitted.
+            std::lock_guard lock(s.mu);
+            for (PoolRuntime& p : s.pools) std::erase(p.waiting_submits, turn);
+            throw;
+        }
+    }
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {

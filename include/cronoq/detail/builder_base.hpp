@@ -24,6 +24,9 @@ public:
     /// How long terminal tasks stay visible to `status()` (default 5 min).
     Self& retention(std::chrono::nanoseconds d) { options_.engine.retention = d; return self(); }
     Self& retention_max(std::size_t n) { options_.engine.retention_max = n; return self(); }
+    /// Cap on tasks not yet running over all pools; a submission beyond it
+    /// follows its own pool's overflow policy.
+    Self& global_bounds(Bounds b) { options_.engine.global_bounds = b; return self(); }
     /// Seed of the backoff jitter: the same seed gives the same delays.
     Self& seed(std::uint64_t s) { options_.engine.seed = s; return self(); }
     /// Default: `Clock::steady()`. Tests pass a `ManualClock`.

@@ -39,6 +39,9 @@ public:
     ~SchedulerCore();
 
     SubmitResult<std::shared_ptr<HandleState>> try_submit(TaskRequest request);
+    /// As try_submit, but waits in FIFO order for room under
+    /// OverflowPolicy::Wait; throws SubmitException on an error.
+    asio::awaitable<std::shared_ptr<HandleState>> submit(TaskRequest request);
     /// All or nothing; handles in the order of `requests`.
     SubmitResult<std::vector<std::shared_ptr<HandleState>>> try_submit_batch(std::vector<TaskRequest> requests);
     /// Adds or replaces the schedule named `request.name`. Throws

@@ -1,0 +1,147 @@
+// Bounded pools through the driver (SPEC §8): a waiting submit is a real
+// Asio operation, resumed in FIFO order, cancellable; Reject and shedding.
+#include "driver_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace cronoq;
+
+namespace {
+
+using Sched = Scheduler<int, int>;
+
+// One slot; the attempt of task n waits until `release(n)`.
+struct Fixture {
+    asio::io_context io;
+    std::vector<int> ran;
+    std::map<int, std::shared_ptr<detail::WaitList>> gates;
+
+    std::shared_ptr<detail::WaitList> gate(int n) {
+        auto& g = gates[n];
+        if (!g) g = detail::WaitList::create();
+        return g;
+    }
+
+    Sched build(Bounds bounds, OverflowPolicy policy) {
+        auto pool = Pool<int, int>("p").workers(1, 1, 1).bounds(bounds).overflow(policy).executor_fn(
+            [this](TaskContext, std::shared_ptr<const int> n) -> asio::awaitable<Result<int>> {
+                ran.push_back(*n);
+                auto wait = gate(*n)->async_wait(asio::use_awaitable);
+                co_await std::move(wait);
+                co_return *n;
+            });
+        return Sched::builder().pool(std::move(pool)).build(io.get_executor());
+    }
+
+    void release(int n) {
+        gate(n)->set();
+        io.restart();
+        io.poll();
+    }
+};
+
+}  // namespace
+
+TEST(Bounds, WaitingSubmitsResumeInOrderAsRoomFrees) {
+    Fixture f;
+    auto sched = f.build(Bounds{1}, OverflowPolicy::Wait);
+    sched.try_submit(Task<int>(0)).value();  // runs
+    sched.try_submit(Task<int>(1)).value();  // pending: the bound
+    EXPECT_EQ(sched.try_submit(Task<int>(9)).error(), SubmitError::Full);
+    std::vector<int> admitted;
+    for (int n : {2, 3, 4})
+        asio::co_spawn(f.io, sched.submit(Task<int>(n)), [&admitted, n](std::exception_ptr e, TaskHandle<int>) {
+            if (!e) admitted.push_back(n);
+        });
+    f.io.poll();
+    EXPECT_TRUE(admitted.empty()) << "submitters must wait while the pool is full";
+    for (int expected = 2; expected <= 4; ++expected) {
+        f.release(expected - 2);  // one attempt ends, the pending task starts: room for one
+        EXPECT_EQ(admitted.back(), expected);
+        EXPECT_EQ(admitted.size(), static_cast<std::size_t>(expected - 1));
+    }
+    EXPECT_EQ(f.ran, (std::vector<int>{0, 1, 2, 3}));
+    test::run(f.io, sched.shutdown(0s));
+}
+
+TEST(Bounds, CancellingAWaitingSubmitAdmitsNothing) {
+    Fixture f;
+    auto sched = f.build(Bounds{1}, OverflowPolicy::Wait);
+    sched.try_submit(Task<int>(0)).value();
+    sched.try_submit(Task<int>(1)).value();
+    asio::cancellation_signal cancel;
+    std::exception_ptr outcome;
+    bool done = false;
+    asio::co_spawn(f.io, sched.submit(Task<int>(2)),
+                   asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, TaskHandle<int>) {
+                       outcome = e;
+                       done = true;
+                   }));
+    f.io.poll();
+    EXPECT_FALSE(done);
+    cancel.emit(asio::cancellation_type::terminal);
+    f.io.poll();
+    ASSERT_TRUE(done);
+    ASSERT_TRUE(outcome);
+    try {
+        std::rethrow_exception(outcome);
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code(), asio::error::operation_aborted);
+    }
+    f.release(0);
+    f.release(1);
+    EXPECT_EQ(f.ran, (std::vector<int>{0, 1})) << "the cancelled submission ran";
+    test::run(f.io, sched.shutdown(0s));
+}
+
+TEST(Bounds, ShutdownFailsWaitingSubmits) {
+    Fixture f;
+    auto sched = f.build(Bounds{1}, OverflowPolicy::Wait);
+    sched.try_submit(Task<int>(0)).value();
+    sched.try_submit(Task<int>(1)).value();
+    std::optional<SubmitError> error;
+    asio::co_spawn(f.io, sched.submit(Task<int>(2)), [&](std::exception_ptr e, TaskHandle<int>) {
+        try {
+            if (e) std::rethrow_exception(e);
+        } catch (const SubmitException& s) {
+            error = s.error();
+        }
+    });
+    f.io.poll();
+    test::run(f.io, sched.shutdown(0s));
+    f.io.restart();
+    f.io.run();
+    EXPECT_EQ(error, SubmitError::ShuttingDown);
+}
+
+TEST(Bounds, RejectAndShedThroughTheDriver) {
+    Fixture f;
+    auto sched = f.build(Bounds{1}, OverflowPolicy::ShedLowest);
+    sched.try_submit(Task<int>(0)).value();
+    auto low = sched.try_submit(Task<int>(1).priority(Priority::Low)).value();
+    auto high = sched.try_submit(Task<int>(2).priority(Priority::High)).value();
+    EXPECT_EQ(low.status(), TaskStatus::Shed);
+    try {
+        test::run(f.io, low.result());
+        FAIL();
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Shed);
+    }
+    try {
+        test::run(f.io, sched.submit(Task<int>(3).priority(Priority::High)));
+        FAIL();
+    } catch (const SubmitException& e) {
+        EXPECT_EQ(e.error(), SubmitError::Overloaded);
+    }
+    EXPECT_EQ(high.status(), TaskStatus::Ready);
+    test::run(f.io, sched.shutdown(0s));
+}
