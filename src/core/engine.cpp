@@ -18,7 +18,11 @@ Engine::Engine(EngineConfig config) {
     check_finite_nonneg(u.overdue_cap, "urgency.overdue_cap");
     if (config.retention.count() < 0) throw ConfigError("retention must not be negative");
     if (auto problem = detail::check_bounds(config.global_bounds, "global_bounds")) throw ConfigError(*problem);
+    if (auto problem = detail::check_resources(config.resources)) throw ConfigError("resources: " + *problem);
     s_ = std::make_unique<State>(std::move(config));
+    for (const Resource& r : s_->config.resources) s_->registry.add(r, Time{});  // buckets start full
+    s_->parked.resize(s_->registry.size());
+    s_->refill_at.assign(s_->registry.size(), never);
 }
 
 Engine::~Engine() = default;
@@ -115,7 +119,7 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
     if (!found) return false;
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
-    s.end_lease(t);
+    s.end_lease(t, now);
     switch (outcome.kind) {
         case Outcome::Kind::Success:
             s.pools[t.pool].run_times[t.kind].add(now - t.attempt_started);
@@ -192,6 +196,18 @@ void Engine::shutdown(Time now, Time grace_end) {
 }
 
 bool Engine::is_shutting_down() const { return s_->shutting_down; }
+
+std::optional<std::string> Engine::set_rate(std::string_view bucket, double rate_per_s, Time now) {
+    State& s = *s_;
+    const auto id = s.registry.find(bucket);
+    if (!id) return "unknown resource \"" + std::string(bucket) + "\"";
+    s.run_due_timers(now);
+    auto problem = s.registry.set_rate(*id, rate_per_s, now);
+    // Parked tasks re-park with a refill time at the new rate.
+    if (!problem) s.unpark(*id, now);
+    s.settle(now);
+    return problem;
+}
 
 std::optional<Time> Engine::next_wakeup() const {
     if (s_->timers.empty()) return std::nullopt;

@@ -20,6 +20,13 @@ struct Target {
     std::string_view key{};      // Where::AwaitKey
 };
 
+std::vector<detail::ResourceRequest> requests_of(const TaskSpec& spec) {
+    std::vector<detail::ResourceRequest> out;
+    out.reserve(spec.resources.size());
+    for (const ResourceUse& use : spec.resources) out.push_back({use.name, use.amount});
+    return out;
+}
+
 std::string quoted(std::string_view s) {
     std::string q = "\"";
     q.append(s);
@@ -49,6 +56,13 @@ std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::
         if (!d.ref.id && !d.ref.key) return invalid("a dependency names no task");
         if (d.ref.key && d.ref.key->empty()) return invalid("a dependency key must not be empty");
         if (d.kind > Dep::Kind::OnComplete) return invalid("unknown dependency kind");
+    }
+    if (!spec.resources.empty()) {
+        auto resolved = registry.resolve(requests_of(spec));
+        if (!resolved) {
+            why = resolved.message();
+            return resolved.error();
+        }
     }
     if (spec.retry) {
         if (auto problem = detail::check_retry_policy(*spec.retry)) {
@@ -295,6 +309,13 @@ TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
     ++live;
     ++p.counters.submitted;
     if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
+    if (!spec.resources.empty()) {
+        std::vector<detail::Need> n = std::move(registry.resolve(requests_of(spec))).value();  // checked
+        if (!n.empty()) {
+            needs.emplace(t.id.value, std::move(n));
+            t.has_needs = true;
+        }
+    }
     if (spec.start) {
         const Time end = later(*spec.start, expected_duration(spec));
         starts.emplace(t.id.value, StartInfo{*spec.start, end, spec.start_tolerance, spec.on_miss});

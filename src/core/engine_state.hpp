@@ -9,6 +9,7 @@
 #include "flat_id_map.hpp"
 #include "ready_queue.hpp"
 #include "reservations.hpp"
+#include "resource_registry.hpp"
 #include "ring.hpp"
 
 #include <algorithm>
@@ -74,6 +75,8 @@ struct TaskSlot {
     TaskStatus status = TaskStatus::Ready;
     bool has_deadline = false;
     bool has_start = false;    // its StartInfo is in State::starts until it ends
+    bool has_needs = false;    // its resource needs are in State::needs until it ends
+    bool holds_resources = false;  // the running attempt holds them
     // Ready tasks of a (pool, class) in the order they became ready, for
     // shedding: only in pools that may shed.
     std::uint32_t older = no_slot;
@@ -109,6 +112,7 @@ enum class TimerKind : std::uint8_t {
     Start,          // a fixed start is due
     MissCheck,      // a due fixed start not dispatched within its tolerance
     AwaitExpiry,    // an awaited dependency key did not appear in time
+    Refill,         // a token bucket has tokens for its parked tasks (slot: the resource)
 };
 
 struct Timer {
@@ -159,6 +163,11 @@ struct Engine::State {
     detail::StringMap<TaskId> keys;  // of live and retained tasks
     std::unordered_map<std::uint64_t, StartInfo> starts;  // by task id, until the task ends
     detail::DepGraph graph;
+    detail::ResourceRegistry registry;
+    // Ready tasks short of a resource, per resource and class, in order.
+    std::vector<std::array<detail::Ring<detail::QueueRef>, priority_count>> parked;
+    std::vector<Time> refill_at;  // per resource: the armed Refill timer, or never
+    std::unordered_map<std::uint64_t, std::vector<detail::Need>> needs;  // by task id
     std::vector<Action> actions;
     std::size_t live = 0;
     std::uint64_t late = 0;
@@ -226,6 +235,7 @@ struct Engine::State {
     // The shutdown grace matters only while some attempt still runs.
     bool timer_live(const Timer& tm) const {
         if (tm.kind == TimerKind::ShutdownGrace) return any_running();
+        if (tm.kind == TimerKind::Refill) return refill_at[tm.slot] == tm.at;
         return slots[tm.slot].gen == tm.gen;
     }
 
@@ -330,7 +340,8 @@ struct Engine::State {
     }
 
     // Ends the running attempt's lease; the slot it held is free again.
-    void end_lease(TaskSlot& t) {
+    void end_lease(TaskSlot& t, Time now) {
+        if (t.holds_resources) release_resources(t, now);
         by_lease.erase(t.lease.value);
         PoolState& p = pools[t.pool];
         --p.counters.running;
@@ -342,6 +353,10 @@ struct Engine::State {
         PoolCounters& c = pools[t.pool].counters;
         leave(t);
         if (t.has_start) drop_start(t);
+        if (t.has_needs) {
+            needs.erase(t.id.value);
+            t.has_needs = false;
+        }
         if (!graph.dependents.empty() && graph.dependents.count(t.id.value)) graph.resolved.emplace_back(t.id, status);
         t.status = status;
         ++t.gen;
@@ -385,7 +400,7 @@ struct Engine::State {
 
     void abandon_attempt(std::uint32_t s, AbortReason reason, Time now) {
         TaskSlot& t = slots[s];
-        end_lease(t);
+        end_lease(t, now);
         actions.emplace_back(Abort{t.id, t.lease, t.pool, reason});
         PoolCounters& c = pools[t.pool].counters;
         switch (reason) {
@@ -403,6 +418,10 @@ struct Engine::State {
     // ---- timers -----------------------------------------------------------
     void fire(const Timer& tm, Time now) {
         if (tm.kind == TimerKind::ShutdownGrace) return abort_all_running(now);
+        if (tm.kind == TimerKind::Refill) {
+            refill_at[tm.slot] = never;
+            return unpark(tm.slot, now);
+        }
         TaskSlot& t = slots[tm.slot];
         switch (tm.kind) {
             case TimerKind::RetryDone: return make_ready(tm.slot, now);
@@ -444,6 +463,14 @@ struct Engine::State {
         settle(now);
         return std::nullopt;
     }
+
+    // ---- resources (engine_resources.cpp) --------------------------------------
+    /// Takes every resource the task needs, or parks it on the first short one.
+    bool acquire(std::uint32_t s, Time now);
+    void release_resources(TaskSlot& t, Time now);
+    /// Moves parked tasks back to their queues, as many as `r` can serve now.
+    void unpark(detail::ResourceId r, Time now);
+    std::uint32_t need_of(const TaskSlot& t, detail::ResourceId r) const;
 
     // ---- bounds and shedding (engine_bounds.cpp) -------------------------------
     static std::size_t pending(const PoolState& p) {
@@ -514,6 +541,7 @@ struct Engine::State {
                                      });
             }
             if (!s) break;
+            if (slots[*s].has_needs && !acquire(*s, now)) continue;  // parked: try the next
             start_attempt(*s, now);
         }
     }

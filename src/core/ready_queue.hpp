@@ -3,7 +3,9 @@
 // tasks and a min-heap of deadline tasks by latest start. Aging adds the same
 // rate to every class, so within a class the FIFO head is the oldest and
 // scores highest; among deadline tasks, the one with the earliest latest
-// start is the most urgent. Choosing the next task compares at most eight
+// start is the most urgent. Deadline-free tasks that come back from waiting
+// on a resource sit in a third heap, by ready time, so they keep their place
+// in the class's FIFO order. Choosing the next task compares at most twelve
 // heads: O(classes + log n), no scan.
 //
 // Entries are removed lazily: a task that leaves the Ready state bumps its
@@ -49,6 +51,15 @@ public:
         std::push_heap(heap.begin(), heap.end(), later);
     }
 
+    /// A deadline-free task coming back after waiting elsewhere (parked on
+    /// a resource): ordered by when it became ready, so it keeps its FIFO
+    /// place against the class FIFO's head.
+    void push_returned(Priority p, Time ready_since, std::uint64_t id, QueueRef ref) {
+        auto& heap = classes_[index_of(p)].returned;
+        heap.push_back(DeadlineRef{ready_since, id, ref});
+        std::push_heap(heap.begin(), heap.end(), later);
+    }
+
     /// Removes and returns the best live entry that fits. `live(ref)` tells
     /// whether an entry still stands for a ready task; `rank(slot)` scores it
     /// now; `fits(slot)` whether it may take the free slot now (a head that
@@ -56,24 +67,40 @@ public:
     template <class Live, class RankOf, class Fits>
     std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits) {
         ClassQueue* best_class = nullptr;
-        bool best_is_deadline = false;
+        Source best_source = Source::Fifo;
         std::optional<Rank> best;
         for (ClassQueue& c : classes_) {
             while (!c.fifo.empty() && !live(c.fifo.front())) c.fifo.pop_front();
             while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
-            if (!c.fifo.empty() && fits(c.fifo.front().slot))
-                consider(c, false, rank(c.fifo.front().slot), best, best_class, best_is_deadline);
-            if (!c.deadlines.empty() && fits(c.deadlines.front().ref.slot))
-                consider(c, true, rank(c.deadlines.front().ref.slot), best, best_class, best_is_deadline);
+            while (!c.returned.empty() && !live(c.returned.front().ref)) pop_heap(c.returned);
+            const auto consider = [&](Source source, std::uint32_t slot) {
+                if (!fits(slot)) return;
+                const Rank r = rank(slot);
+                if (best && !r.beats(*best)) return;
+                best = r;
+                best_class = &c;
+                best_source = source;
+            };
+            if (!c.fifo.empty()) consider(Source::Fifo, c.fifo.front().slot);
+            if (!c.deadlines.empty()) consider(Source::Deadline, c.deadlines.front().ref.slot);
+            if (!c.returned.empty()) consider(Source::Returned, c.returned.front().ref.slot);
         }
         if (!best_class) return std::nullopt;
         std::uint32_t slot;
-        if (best_is_deadline) {
-            slot = best_class->deadlines.front().ref.slot;
-            pop_heap(best_class->deadlines);
-        } else {
-            slot = best_class->fifo.front().slot;
-            best_class->fifo.pop_front();
+        switch (best_source) {
+            case Source::Deadline:
+                slot = best_class->deadlines.front().ref.slot;
+                pop_heap(best_class->deadlines);
+                break;
+            case Source::Returned:
+                slot = best_class->returned.front().ref.slot;
+                pop_heap(best_class->returned);
+                break;
+            case Source::Fifo:
+            default:
+                slot = best_class->fifo.front().slot;
+                best_class->fifo.pop_front();
+                break;
         }
         return slot;
     }
@@ -87,7 +114,9 @@ private:
     struct ClassQueue {
         Ring<QueueRef> fifo;
         std::vector<DeadlineRef> deadlines;
+        std::vector<DeadlineRef> returned;  // keyed by ready time, not latest start
     };
+    enum class Source : std::uint8_t { Fifo, Deadline, Returned };
 
     // Heap order: the earliest latest start (then the lowest id) on top.
     static bool later(const DeadlineRef& a, const DeadlineRef& b) {
@@ -97,13 +126,6 @@ private:
     static void pop_heap(std::vector<DeadlineRef>& heap) {
         std::pop_heap(heap.begin(), heap.end(), later);
         heap.pop_back();
-    }
-    static void consider(ClassQueue& c, bool is_deadline, const Rank& r, std::optional<Rank>& best,
-                         ClassQueue*& best_class, bool& best_is_deadline) {
-        if (best && !r.beats(*best)) return;
-        best = r;
-        best_class = &c;
-        best_is_deadline = is_deadline;
     }
 
     std::array<ClassQueue, priority_count> classes_;

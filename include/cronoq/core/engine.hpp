@@ -124,6 +124,11 @@ public:
     void shutdown(Time now, Time grace_end);
     bool is_shutting_down() const;
 
+    /// Changes a token bucket's refill rate from `now` on (tokens accrued
+    /// so far stay). Returns why it cannot (unknown name, a semaphore, a
+    /// negative or non-finite rate); nothing changes then.
+    std::optional<std::string> set_rate(std::string_view bucket, double rate_per_s, Time now);
+
     /// When `tick` next has work; empty when nothing is timed.
     std::optional<Time> next_wakeup() const;
 

@@ -4,6 +4,7 @@
 #include <cronoq/core/time.hpp>
 #include <cronoq/dep.hpp>
 #include <cronoq/priority.hpp>
+#include <cronoq/resource.hpp>
 #include <cronoq/retry_policy.hpp>
 #include <cronoq/start_policy.hpp>
 
@@ -39,6 +40,12 @@ struct PoolConfig {
     OverflowPolicy overflow = OverflowPolicy::Wait;
 };
 
+/// Units of a shared resource a task needs for each attempt.
+struct ResourceUse {
+    std::string name;
+    std::uint32_t amount = 1;
+};
+
 struct EngineConfig {
     PriorityConfig priority{};
     UrgencyConfig urgency{};
@@ -48,6 +55,8 @@ struct EngineConfig {
     /// Cap on tasks not yet running, over all pools; a submission beyond it
     /// follows the overflow policy of its own pool.
     Bounds global_bounds{};
+    /// Semaphores and token buckets shared by every pool (SPEC §8).
+    std::vector<Resource> resources;
 };
 
 struct TaskSpec {
@@ -70,6 +79,10 @@ struct TaskSpec {
     MissPolicy on_miss = MissPolicy::RunLate;
     /// `Blocked` until every edge is met; `Skipped` once one cannot be.
     std::vector<Dep> depends_on;
+    /// Taken all together at dispatch (or not at all); a semaphore's units
+    /// are held until the attempt ends. A task short of one waits parked on
+    /// it without holding back other tasks.
+    std::vector<ResourceUse> resources;
 };
 
 /// How an attempt ended, as reported by its executor.
