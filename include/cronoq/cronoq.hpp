@@ -1,6 +1,8 @@
 #pragma once
 // The umbrella header: everything a cronoq user needs.
+#include <cronoq/autoscale.hpp>
 #include <cronoq/blocking_scheduler.hpp>
+#include <cronoq/bounds.hpp>
 #include <cronoq/cancellation_token.hpp>
 #include <cronoq/clock.hpp>
 #include <cronoq/config_error.hpp>
@@ -15,8 +17,10 @@
 #include <cronoq/pool.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/recurring.hpp>
+#include <cronoq/resource.hpp>
 #include <cronoq/result.hpp>
 #include <cronoq/retry_policy.hpp>
+#include <cronoq/scaler.hpp>
 #include <cronoq/scheduler.hpp>
 #include <cronoq/start_policy.hpp>
 #include <cronoq/status_event.hpp>

@@ -109,6 +109,11 @@ public:
     /// there is no schedule of that name.
     bool remove_recurring(std::string_view name) { return owner_->core->remove_recurring(name); }
 
+    /// Changes a token bucket's refill rate from now on, e.g. after a 429;
+    /// a rate of 0 pauses it. Safe from any thread. Throws ConfigError for
+    /// an unknown bucket, a semaphore, or a negative or non-finite rate.
+    void set_rate(std::string_view bucket, double rate_per_s) { owner_->core->set_rate(bucket, rate_per_s); }
+
     /// Cancels a task (by id or key) that has not ended: a queued one ends
     /// `Cancelled` at once, a running one is aborted. False if unknown or
     /// already terminal.

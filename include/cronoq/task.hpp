@@ -9,6 +9,7 @@
 #include <cronoq/task_ref.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,6 +48,16 @@ public:
     /// Waits for another task (SPEC §7): `Blocked` until every edge is met,
     /// `Skipped` as soon as one cannot be. May be called several times.
     Task& depends_on(Dep dep) { r_.depends_on.push_back(std::move(dep)); return *this; }
+    /// Needs `amount` units of a resource declared on the scheduler
+    /// (`Builder::resource`) for each attempt: all of a task's resources
+    /// are taken together at dispatch; a semaphore's units are held until
+    /// the attempt ends, a token bucket's are spent. Unknown names are
+    /// `UnknownResource` at submit; more than the resource could ever grant
+    /// is `ResourceExceedsCapacity`.
+    Task& resource(std::string name, std::uint32_t amount) {
+        r_.resources.push_back({std::move(name), amount});
+        return *this;
+    }
     /// Per attempt; an attempt still running after `d` fails retryably.
     Task& timeout(std::chrono::nanoseconds d) { r_.timeout = d; return *this; }
     Task& retry(RetryPolicy policy) { r_.retry = policy; return *this; }

@@ -217,6 +217,7 @@ struct SchedulerCore::State {
         spec.start_tolerance = r.start_tolerance;
         spec.on_miss = r.on_miss;
         spec.depends_on = r.depends_on;
+        spec.resources = r.resources;
         spec.duration_hint = r.duration_hint;
         spec.timeout = r.timeout;
         spec.retry = r.retry;
@@ -530,6 +531,14 @@ bool SchedulerCore::remove_recurring(std::string_view name) {
     s_->schedules.erase(it);
     s_->rearm_recurring();
     return true;
+}
+
+void SchedulerCore::set_rate(std::string_view bucket, double rate_per_s) {
+    std::lock_guard lock(s_->mu);
+    const auto now = s_->clock->now();
+    auto problem = s_->engine.set_rate(bucket, rate_per_s, now);
+    s_->apply(now);
+    if (problem) throw ConfigError("set_rate: " + *problem);
 }
 
 bool SchedulerCore::cancel(const TaskRef& ref) {

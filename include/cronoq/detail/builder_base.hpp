@@ -1,10 +1,12 @@
 #pragma once
 // The options shared by Scheduler::Builder and BlockingScheduler::Builder.
+#include <cronoq/bounds.hpp>
 #include <cronoq/clock.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/pool.hpp>
 #include <cronoq/priority.hpp>
+#include <cronoq/resource.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -27,6 +29,8 @@ public:
     /// Cap on tasks not yet running over all pools; a submission beyond it
     /// follows its own pool's overflow policy.
     Self& global_bounds(Bounds b) { options_.engine.global_bounds = b; return self(); }
+    /// Declares a semaphore or token bucket shared by every pool.
+    Self& resource(Resource r) { options_.engine.resources.push_back(std::move(r)); return self(); }
     /// Seed of the backoff jitter: the same seed gives the same delays.
     Self& seed(std::uint64_t s) { options_.engine.seed = s; return self(); }
     /// Default: `Clock::steady()`. Tests pass a `ManualClock`.

@@ -71,6 +71,7 @@ struct TaskRequest {
     std::chrono::nanoseconds start_tolerance = std::chrono::seconds(1);
     MissPolicy on_miss = MissPolicy::RunLate;
     std::vector<Dep> depends_on;
+    std::vector<core::ResourceUse> resources;
 };
 
 struct RecurringRequest {

@@ -48,6 +48,8 @@ public:
     /// ConfigError (bad cron, zone, pool, name) and registers nothing then.
     void add_recurring(RecurringRequest request);
     bool remove_recurring(std::string_view name);
+    /// Throws ConfigError for an unknown bucket or a bad rate.
+    void set_rate(std::string_view bucket, double rate_per_s);
     bool cancel(const TaskRef& task);
     std::optional<TaskStatus> status(const TaskRef& task) const;
     asio::awaitable<void> shutdown(std::chrono::nanoseconds grace);
