@@ -1,5 +1,6 @@
 #pragma once
 // Pool<P, O>: a named set of worker slots and the executor that runs there.
+#include <cronoq/autoscale.hpp>
 #include <cronoq/bounds.hpp>
 #include <cronoq/dep.hpp>
 #include <cronoq/detail/erased.hpp>
@@ -118,6 +119,20 @@ public:
     Pool& max_hold(std::chrono::nanoseconds d) { def_.engine.max_hold = d; return *this; }
     /// Dependencies on keys no task holds: `Reject` (default) or `Await`.
     Pool& unknown_dependency(UnknownDependency policy) { def_.engine.unknown_dependency = policy; return *this; }
+    /// Moves the capacity within [min, max] of `workers` from queue
+    /// pressure (SPEC §9; see AutoscaleConfig). Scaling down never aborts a
+    /// running attempt.
+    Pool& autoscale(AutoscaleConfig config) { def_.engine.autoscale = config; return *this; }
+    /// A user autoscaling policy (see the Scaler concept); turns autoscaling
+    /// on with a default AutoscaleConfig (its `interval` sets how often the
+    /// policy is asked) unless `autoscale` was called.
+    template <Scaler S>
+    Pool& scaler(S s) {
+        auto policy = std::make_shared<S>(std::move(s));
+        def_.engine.scaler = [policy](const ScalerInput& in) { return static_cast<std::size_t>(policy->desired(in)); };
+        if (!def_.engine.autoscale) def_.engine.autoscale = AutoscaleConfig{};
+        return *this;
+    }
     /// Cap on this pool's tasks that are not yet running, and what a
     /// submission beyond it does (SPEC §8; default unbounded, `Wait`).
     Pool& bounds(Bounds b) { def_.engine.bounds = b; return *this; }

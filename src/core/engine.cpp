@@ -47,7 +47,13 @@ PoolId Engine::add_pool(PoolConfig config) {
     if (config.max_workers < config.capacity)
         throw ConfigError(describe_pool(config) + "max_workers must not be below the capacity");
     if (auto problem = detail::check_bounds(config.bounds)) throw ConfigError(describe_pool(config) + *problem);
+    if (config.min_workers > config.capacity)
+        throw ConfigError(describe_pool(config) + "min_workers must not be above the capacity");
+    if (config.autoscale)
+        if (auto problem = detail::check_autoscale(*config.autoscale)) throw ConfigError(describe_pool(config) + *problem);
     PoolState p;
+    p.autoscale_config = config.autoscale;
+    if (config.scaler) p.custom_scaler = detail::ScalerFn([f = config.scaler](const ScalerInput& in) { return f(in); });
     p.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
                  s_->config.global_bounds.bounded();
     // At least one slot, as SPEC §6 says, even for a fraction of 0.
@@ -164,6 +170,7 @@ bool Engine::cancel(TaskId task, Time now) {
 
 void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     PoolState& p = s_->pools.at(pool);
+    if (auto* a = s_->scaler_of(p, now)) a->wake(now);
     p.capacity = capacity;
     p.counters.capacity = capacity;
     p.dirty = true;
@@ -231,7 +238,12 @@ void Engine::drain(std::vector<Action>& out) {
 
 bool Engine::has_actions() const { return !s_->actions.empty(); }
 
-PoolCounters Engine::counters(PoolId pool) const { return s_->pools.at(pool).counters; }
+PoolCounters Engine::counters(PoolId pool) const {
+    const PoolState& p = s_->pools.at(pool);
+    PoolCounters c = p.counters;
+    c.desired = p.autoscaler ? p.autoscaler->desired() : p.capacity;
+    return c;
+}
 std::size_t Engine::live_tasks() const { return s_->live; }
 std::size_t Engine::retained_tasks() const { return s_->retained.size(); }
 std::uint64_t Engine::late_reports() const { return s_->late; }

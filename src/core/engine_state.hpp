@@ -4,6 +4,7 @@
 #include <cronoq/config_error.hpp>
 #include <cronoq/core/engine.hpp>
 
+#include "autoscaler.hpp"
 #include "backoff.hpp"
 #include "dependencies.hpp"
 #include "flat_id_map.hpp"
@@ -113,6 +114,7 @@ enum class TimerKind : std::uint8_t {
     MissCheck,      // a due fixed start not dispatched within its tolerance
     AwaitExpiry,    // an awaited dependency key did not appear in time
     Refill,         // a token bucket has tokens for its parked tasks (slot: the resource)
+    Autoscale,      // a pool's autoscaler is due (slot: the pool); settle() evaluates it
 };
 
 struct Timer {
@@ -134,6 +136,12 @@ struct PoolState {
     std::multiset<Time> held_starts;  // starts of Scheduled tasks: what holds keep slots for
     std::array<std::uint32_t, priority_count> oldest_ready{no_slot, no_slot, no_slot, no_slot};
     std::array<std::uint32_t, priority_count> newest_ready{no_slot, no_slot, no_slot, no_slot};
+    // Made at the first call that needs it, so that its clock starts at a
+    // real `now` (the engine learns time only from calls).
+    std::optional<detail::Autoscaler> autoscaler;
+    std::optional<AutoscaleConfig> autoscale_config;
+    detail::ScalerFn custom_scaler;
+    Time autoscale_armed = never;  // the Autoscale timer in the heap
     bool may_shed = false;  // keeps the lists above
     bool full = false;      // a submit got Full: SpaceAvailable once there is room
     std::vector<RunTimeMean> run_times;  // by kind
@@ -236,6 +244,7 @@ struct Engine::State {
     bool timer_live(const Timer& tm) const {
         if (tm.kind == TimerKind::ShutdownGrace) return any_running();
         if (tm.kind == TimerKind::Refill) return refill_at[tm.slot] == tm.at;
+        if (tm.kind == TimerKind::Autoscale) return pools[tm.slot].autoscale_armed == tm.at;
         return slots[tm.slot].gen == tm.gen;
     }
 
@@ -280,6 +289,7 @@ struct Engine::State {
         switch (t.status) {
             case TaskStatus::Ready:
                 --c.ready;
+                --c.ready_by_class[index_of(t.priority)];
                 if (pools[t.pool].may_shed) unlink_ready(static_cast<std::uint32_t>(&t - slots.data()));
                 break;
             case TaskStatus::Retrying: --c.retrying; break;
@@ -307,6 +317,8 @@ struct Engine::State {
         t.ready_since = now;
         ++t.gen;
         ++p.counters.ready;
+        ++p.counters.ready_by_class[index_of(t.priority)];
+        if (auto* a = scaler_of(p, now)) a->record_arrival(now);
         if (p.may_shed) link_ready(s);
         if (t.has_deadline) {
             t.latest_start = t.deadline - expected_duration(t);
@@ -344,6 +356,7 @@ struct Engine::State {
         if (t.holds_resources) release_resources(t, now);
         by_lease.erase(t.lease.value);
         PoolState& p = pools[t.pool];
+        if (auto* a = scaler_of(p, now)) a->record_service(now - t.attempt_started);
         --p.counters.running;
         p.dirty = true;
     }
@@ -418,6 +431,10 @@ struct Engine::State {
     // ---- timers -----------------------------------------------------------
     void fire(const Timer& tm, Time now) {
         if (tm.kind == TimerKind::ShutdownGrace) return abort_all_running(now);
+        if (tm.kind == TimerKind::Autoscale) {
+            pools[tm.slot].autoscale_armed = never;  // settle() evaluates and re-arms
+            return;
+        }
         if (tm.kind == TimerKind::Refill) {
             refill_at[tm.slot] = never;
             return unpark(tm.slot, now);
@@ -462,6 +479,18 @@ struct Engine::State {
         ++late;
         settle(now);
         return std::nullopt;
+    }
+
+    // ---- autoscaling (engine_autoscale.cpp) ------------------------------------
+    /// Evaluates the pool's autoscaler if due, applies a new capacity with
+    /// a ScaleTo, and keeps its timer armed at the next evaluation.
+    void autoscale(PoolId pool, Time now);
+    detail::Autoscaler* scaler_of(PoolState& p, Time now) {
+        if (!p.autoscale_config) return nullptr;
+        if (!p.autoscaler)
+            p.autoscaler.emplace(*p.autoscale_config, p.config.min_workers, p.capacity, p.config.max_workers,
+                                 p.config.default_duration, now, std::move(p.custom_scaler));
+        return &*p.autoscaler;
     }
 
     // ---- resources (engine_resources.cpp) --------------------------------------
@@ -560,6 +589,8 @@ struct Engine::State {
 
     void settle(Time now) {
         if (!graph.resolved.empty()) resolve_dependents(now);
+        for (std::size_t i = 0; i < pools.size(); ++i)
+            if (pools[i].autoscale_config) autoscale(static_cast<PoolId>(i), now);
         for (PoolState& p : pools)
             if (p.dirty) dispatch(p, now);
         if (full_pools > 0) announce_space();

@@ -42,6 +42,8 @@ void Engine::State::start_due(std::uint32_t s, Time now) {
     t.ready_since = now;
     ++t.gen;
     ++p.counters.ready;
+    ++p.counters.ready_by_class[index_of(t.priority)];
+    if (auto* a = scaler_of(p, now)) a->record_arrival(now);
     if (p.may_shed) link_ready(s);
     p.due_starts.push_back({s, t.gen});
     p.dirty = true;

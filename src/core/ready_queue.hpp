@@ -105,6 +105,16 @@ public:
         return slot;
     }
 
+    /// The live head of a class's FIFO (its longest-waiting deadline-free
+    /// task), dropping stale entries on the way.
+    template <class Live>
+    std::optional<std::uint32_t> fifo_head(std::size_t cls, Live&& live) {
+        Ring<QueueRef>& fifo = classes_[cls].fifo;
+        while (!fifo.empty() && !live(fifo.front())) fifo.pop_front();
+        if (fifo.empty()) return std::nullopt;
+        return fifo.front().slot;
+    }
+
 private:
     struct DeadlineRef {
         Time latest_start;

@@ -67,6 +67,23 @@ public:
         return true;
     }
 
+    /// The most reservations that overlap at any instant of [from, until).
+    std::size_t peak(Time from, Time until) const {
+        std::vector<std::pair<Time, int>> events;
+        for (auto it = by_start_.begin(); it != by_start_.end() && it->first < until; ++it)
+            if (it->second.end > from) {
+                events.emplace_back(std::max(it->first, from), +1);
+                events.emplace_back(it->second.end, -1);
+            }
+        std::sort(events.begin(), events.end());
+        std::ptrdiff_t open = 0, most = 0;
+        for (const auto& [at, delta] : events) {
+            open += delta;
+            most = std::max(most, open);
+        }
+        return static_cast<std::size_t>(most);
+    }
+
 private:
     struct Entry {
         Time end;

@@ -174,7 +174,10 @@ struct SchedulerCore::State {
         return ref.key ? engine.find_key(*ref.key) : std::nullopt;
     }
 
-    void on(core::ScaleTo&, core::Time, std::chrono::system_clock::time_point) {}
+    void on(core::ScaleTo& s, core::Time, std::chrono::system_clock::time_point) {
+        logger()->debug("pool \"{}\": capacity {}", pools[s.pool].def.engine.name, s.capacity);
+    }
+
     void on(core::SpaceAvailable& s, core::Time, std::chrono::system_clock::time_point) { wake_next_submit(pools[s.pool]); }
 
     void wake_next_submit(PoolRuntime& pool) {
@@ -426,6 +429,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     auto state = std::make_unique<State>(executor, std::move(options));  // validates engine constants
     for (auto& d : pools) {
         d.engine.max_workers = d.max_workers;
+        d.engine.min_workers = d.min_workers;
         state->engine.add_pool(d.engine);  // validates the rest, names the field
         asio::any_io_executor ex = d.run_on ? *d.run_on : executor;
         state->pools.push_back(PoolRuntime{std::move(d), std::move(ex)});

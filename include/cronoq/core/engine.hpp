@@ -14,6 +14,7 @@
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task_status.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,8 @@ struct PoolCounters {
     std::size_t retrying = 0;  ///< in backoff
     std::size_t blocked = 0;   ///< waiting on dependencies
     std::size_t scheduled = 0; ///< waiting for a fixed start
+    std::array<std::size_t, priority_count> ready_by_class{};  ///< `ready`, per class
+    std::size_t desired = 0;   ///< the autoscaler's last desired capacity (else the capacity)
     std::uint64_t submitted = 0;
     std::uint64_t dispatched = 0;
     std::uint64_t succeeded = 0;

@@ -1,5 +1,6 @@
 #pragma once
 // What the engine knows of pools and tasks: metadata only, never payloads.
+#include <cronoq/autoscale.hpp>
 #include <cronoq/bounds.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/dep.hpp>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +40,12 @@ struct PoolConfig {
     UnknownDependency unknown_dependency{};
     Bounds bounds{};  ///< cap on tasks not yet running
     OverflowPolicy overflow = OverflowPolicy::Wait;
+    std::size_t min_workers = 0;  ///< floor of the capacity under autoscaling
+    /// Autoscaling within [min_workers, max_workers] (SPEC §9); off if empty.
+    std::optional<AutoscaleConfig> autoscale;
+    /// A user policy replacing the default formula (with `autoscale` set).
+    /// Shared: a copied config calls the same policy object.
+    std::function<std::size_t(const ScalerInput&)> scaler;
 };
 
 /// Units of a shared resource a task needs for each attempt.

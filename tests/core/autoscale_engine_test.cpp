@@ -1,0 +1,106 @@
+// Autoscaling through the engine (SPEC §9): ScaleTo actions under a burst
+// and when idle, a user scaler, and no timer for an idle pool at its floor.
+#include "engine_harness.hpp"
+
+#include <algorithm>
+
+namespace cronoq::core::test {
+namespace {
+
+PoolConfig scaled(std::size_t min, std::size_t initial, std::size_t max) {
+    PoolConfig c{.name = "p", .capacity = initial, .max_workers = max, .min_workers = min};
+    c.autoscale = AutoscaleConfig{};
+    return c;
+}
+
+std::vector<std::size_t> scale_steps(const Harness& h) {
+    std::vector<std::size_t> out;
+    for (const ScaleTo& s : h.last_of<ScaleTo>()) out.push_back(s.capacity);
+    return out;
+}
+
+TEST(AutoscaleEngineTest, RisesUnderABurstByBoundedStepsNeverAboveMax) {
+    Harness h;
+    const PoolId pool = h.add_pool(scaled(1, 1, 20));
+    for (int i = 0; i < 500; ++i) h.submit(TaskSpec{.pool = pool}, t0);
+    for (int second = 0; second <= 20; ++second) h.tick(t0 + second * 1s);
+    // Every ScaleTo so far, in order (the first arrival already triggers one).
+    std::size_t capacity = 1;
+    std::vector<std::size_t> seen;
+    for (const Action& a : h.history)
+        if (const auto* step = std::get_if<ScaleTo>(&a)) {
+            EXPECT_GT(step->capacity, capacity) << "a burst only raises the capacity";
+            EXPECT_LE(step->capacity - capacity, std::max<std::size_t>(capacity, 4)) << "step bound: max(100 %, 4)";
+            EXPECT_LE(step->capacity, 20u);
+            capacity = step->capacity;
+            seen.push_back(capacity);
+        }
+    EXPECT_EQ(h.engine.counters(pool).running, capacity);
+    EXPECT_EQ(capacity, 20u) << "500 queued tasks need the maximum";
+    EXPECT_GE(seen.size(), 3u) << "reached by several bounded steps";
+}
+
+TEST(AutoscaleEngineTest, FallsToMinOnlyAfterTheStabilizationWindowOneStepPerCooldown) {
+    Harness h;
+    const PoolId pool = h.add_pool(scaled(1, 1, 8));
+    for (int i = 0; i < 200; ++i) h.submit(TaskSpec{.pool = pool}, t0);
+    Time now = t0;
+    for (int second = 1; second <= 5; ++second) h.tick(now = t0 + second * 1s);
+    ASSERT_EQ(h.engine.counters(pool).capacity, 8u);
+    // Drain everything at 5 s: nothing is queued or running afterwards.
+    for (int guard = 0; guard < 1000 && h.engine.live_tasks() > 0; ++guard) {
+        std::vector<Dispatch> running;
+        for (const Action& a : h.history)
+            if (const auto* d = std::get_if<Dispatch>(&a); d && h.engine.status(d->task) == TaskStatus::Running)
+                running.push_back(*d);
+        for (const Dispatch& d : running) h.complete(d.lease, Outcome::success(), now);
+    }
+    ASSERT_EQ(h.engine.live_tasks(), 0u);
+    const Time idle_since = now;
+    std::vector<std::pair<Time, std::size_t>> downs;
+    for (int tenth = 1; tenth <= 1200; ++tenth) {
+        h.tick(now = idle_since + tenth * 100ms);
+        for (std::size_t c : scale_steps(h)) downs.emplace_back(now, c);
+    }
+    ASSERT_FALSE(downs.empty());
+    EXPECT_GE(downs.front().first - idle_since, 25s) << "no step down within the stabilization window";
+    std::size_t expect = 8;
+    for (std::size_t i = 0; i < downs.size(); ++i) {
+        EXPECT_EQ(downs[i].second, --expect) << "one step at a time";
+        if (i > 0) {
+            EXPECT_GE(downs[i].first - downs[i - 1].first, 5s) << "one step per cooldown";
+        }
+    }
+    EXPECT_EQ(h.engine.counters(pool).capacity, 1u);
+    EXPECT_EQ(h.engine.next_wakeup(), std::nullopt) << "an idle pool at its floor keeps no timer";
+}
+
+TEST(AutoscaleEngineTest, AUserScalerReplacesTheDefaultPolicy) {
+    Harness h;
+    PoolConfig c = scaled(0, 2, 10);
+    std::vector<std::size_t> saw_pending;
+    c.scaler = [&saw_pending](const ScalerInput& in) -> std::size_t {
+        saw_pending.push_back(in.pending[index_of(Priority::High)]);
+        return in.pending[index_of(Priority::High)] + in.busy >= 3 ? 7 : 0;
+    };
+    const PoolId pool = h.add_pool(c);
+    h.set_capacity(pool, 0, t0);
+    for (int i = 0; i < 3; ++i) h.submit(TaskSpec{.pool = pool, .priority = Priority::High}, t0);
+    h.tick(t0 + 1s);
+    EXPECT_EQ(h.engine.counters(pool).capacity, 7u);
+    EXPECT_NE(std::find(saw_pending.begin(), saw_pending.end(), 3u), saw_pending.end())
+        << "the scaler saw the three queued High tasks";
+    EXPECT_EQ(h.engine.counters(pool).desired, 7u);
+}
+
+TEST(AutoscaleEngineTest, BadAutoscaleConfigIsAConfigError) {
+    Harness h;
+    PoolConfig c = scaled(1, 1, 4);
+    c.autoscale->ewma_alpha = 0.0;
+    EXPECT_THROW(h.add_pool(c), ConfigError);
+    PoolConfig low = scaled(3, 2, 4);
+    EXPECT_THROW(h.add_pool(low), ConfigError);
+}
+
+}  // namespace
+}  // namespace cronoq::core::test
