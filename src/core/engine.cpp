@@ -17,6 +17,7 @@ Engine::Engine(EngineConfig config) {
     check_finite_nonneg(u.overdue_rate, "urgency.overdue_rate");
     check_finite_nonneg(u.overdue_cap, "urgency.overdue_cap");
     if (config.retention.count() < 0) throw ConfigError("retention must not be negative");
+    if (config.metrics_window.count() <= 0) throw ConfigError("metrics_window must be positive");
     if (auto problem = detail::check_bounds(config.global_bounds, "global_bounds")) throw ConfigError(*problem);
     if (auto problem = detail::check_resources(config.resources)) throw ConfigError("resources: " + *problem);
     s_ = std::make_unique<State>(std::move(config));
@@ -51,7 +52,7 @@ PoolId Engine::add_pool(PoolConfig config) {
         throw ConfigError(describe_pool(config) + "min_workers must not be above the capacity");
     if (config.autoscale)
         if (auto problem = detail::check_autoscale(*config.autoscale)) throw ConfigError(describe_pool(config) + *problem);
-    PoolState p;
+    PoolState p(s_->config.metrics_window);
     p.autoscale_config = config.autoscale;
     if (config.scaler) p.custom_scaler = detail::ScalerFn([f = config.scaler](const ScalerInput& in) { return f(in); });
     p.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
@@ -171,6 +172,7 @@ bool Engine::cancel(TaskId task, Time now) {
 void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     PoolState& p = s_->pools.at(pool);
     if (auto* a = s_->scaler_of(p, now)) a->wake(now);
+    p.metrics.accrue(now, p.counters.running, p.capacity);
     p.capacity = capacity;
     p.counters.capacity = capacity;
     p.dirty = true;
@@ -244,6 +246,45 @@ PoolCounters Engine::counters(PoolId pool) const {
     c.desired = p.autoscaler ? p.autoscaler->desired() : p.capacity;
     return c;
 }
+PoolStats Engine::stats(PoolId pool, Time now) const {
+    const PoolState& p = s_->pools.at(pool);
+    const PoolCounters& c = p.counters;
+    PoolStats out;
+    out.window = p.metrics.window();
+    out.capacity = p.capacity;
+    out.busy = c.running;
+    out.desired = p.autoscaler ? p.autoscaler->desired() : p.capacity;
+    out.pending = c.ready_by_class;
+    out.blocked = c.blocked;
+    out.scheduled = c.scheduled;
+    out.retrying = c.retrying;
+    const std::size_t free = p.capacity > c.running ? p.capacity - c.running : 0;
+    for (auto it = p.held_starts.upper_bound(now);
+         it != p.held_starts.end() && *it <= later(now, p.config.max_hold) && out.held < free; ++it)
+        ++out.held;
+    detail::MetricsSlice m;
+    p.metrics.total(now, c.running, p.capacity, m);
+    out.dispatched = m.dispatched;
+    out.succeeded = m.succeeded;
+    out.failed = m.failed;
+    out.retried = m.retried;
+    out.dead_lettered = m.dead_lettered;
+    out.shed = m.shed;
+    out.waits = m.wait.count();
+    out.runs = m.run.count();
+    out.wait_p50 = m.wait.percentile(0.50);
+    out.wait_p90 = m.wait.percentile(0.90);
+    out.wait_p99 = m.wait.percentile(0.99);
+    out.run_p50 = m.run.percentile(0.50);
+    out.run_p99 = m.run.percentile(0.99);
+    out.worker_seconds = m.busy_seconds;
+    out.utilization = m.capacity_seconds > 0 ? m.busy_seconds / m.capacity_seconds : 0.0;
+    if (m.dispatched > 0) out.priority_adherence = static_cast<double>(m.adherent) / static_cast<double>(m.dispatched);
+    if (const auto starts = m.starts_on_time + m.starts_late; starts > 0)
+        out.fixed_start_hit_rate = static_cast<double>(m.starts_on_time) / static_cast<double>(starts);
+    return out;
+}
+
 std::size_t Engine::live_tasks() const { return s_->live; }
 std::size_t Engine::retained_tasks() const { return s_->retained.size(); }
 std::uint64_t Engine::late_reports() const { return s_->late; }

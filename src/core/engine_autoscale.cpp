@@ -19,6 +19,7 @@ void Engine::State::autoscale(PoolId id, Time now) {
         }
         load.reserved = p.reservations.peak(now, later(now, a.config().reservation_horizon));
         if (auto capacity = a.evaluate(now, load); capacity && *capacity != p.capacity) {
+            p.metrics.accrue(now, p.counters.running, p.capacity);
             p.capacity = *capacity;
             p.counters.capacity = *capacity;
             p.dirty = true;

@@ -8,6 +8,7 @@
 #include "backoff.hpp"
 #include "dependencies.hpp"
 #include "flat_id_map.hpp"
+#include "pool_metrics.hpp"
 #include "ready_queue.hpp"
 #include "reservations.hpp"
 #include "resource_registry.hpp"
@@ -127,7 +128,9 @@ struct Timer {
 };
 
 struct PoolState {
+    explicit PoolState(Duration metrics_window) : metrics(metrics_window) {}
     PoolConfig config;
+    detail::PoolMetrics metrics;
     std::size_t capacity = 0;
     PoolCounters counters;
     detail::ReadyQueue queue;
@@ -334,6 +337,11 @@ struct Engine::State {
         TaskSlot& t = slots[s];
         PoolState& p = pools[t.pool];
         leave(t);
+        p.metrics.accrue(now, p.counters.running, p.capacity);
+        detail::MetricsSlice& m = p.metrics.at(now);
+        ++m.dispatched;
+        m.adherent += took_best ? 1 : 0;
+        m.wait.record(now - t.ready_since);
         ++p.counters.running;
         ++p.counters.dispatched;
         t.status = TaskStatus::Running;
@@ -357,6 +365,8 @@ struct Engine::State {
         by_lease.erase(t.lease.value);
         PoolState& p = pools[t.pool];
         if (auto* a = scaler_of(p, now)) a->record_service(now - t.attempt_started);
+        p.metrics.accrue(now, p.counters.running, p.capacity);
+        p.metrics.at(now).run.record(now - t.attempt_started);
         --p.counters.running;
         p.dirty = true;
     }
@@ -373,10 +383,12 @@ struct Engine::State {
         if (!graph.dependents.empty() && graph.dependents.count(t.id.value)) graph.resolved.emplace_back(t.id, status);
         t.status = status;
         ++t.gen;
+        detail::MetricsSlice& m = pools[t.pool].metrics.at(now);
         switch (status) {
-            case TaskStatus::Succeeded: ++c.succeeded; break;
-            case TaskStatus::Failed: ++c.failed; break;
-            case TaskStatus::DeadLettered: ++c.dead_lettered; break;
+            case TaskStatus::Succeeded: ++c.succeeded; ++m.succeeded; break;
+            case TaskStatus::Failed: ++c.failed; ++m.failed; break;
+            case TaskStatus::DeadLettered: ++c.dead_lettered; ++m.dead_lettered; break;
+            case TaskStatus::Shed: ++m.shed; break;
             case TaskStatus::Cancelled: ++c.cancelled; break;
             case TaskStatus::Skipped: ++c.skipped; break;
             case TaskStatus::Missed: ++c.missed; break;
@@ -400,6 +412,7 @@ struct Engine::State {
         if (t.attempt >= t.retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
         PoolState& p = pools[t.pool];
         ++p.counters.retried;
+        ++p.metrics.at(now).retried;
         ++p.counters.retrying;
         t.status = TaskStatus::Retrying;
         t.message = std::move(message);
@@ -481,6 +494,8 @@ struct Engine::State {
         return std::nullopt;
     }
 
+    bool took_best = true;  // the dispatch being made took the best-scored ready task
+
     // ---- autoscaling (engine_autoscale.cpp) ------------------------------------
     /// Evaluates the pool's autoscaler if due, applies a new capacity with
     /// a ScaleTo, and keeps its timer armed at the next evaluation.
@@ -549,8 +564,10 @@ struct Engine::State {
     void dispatch(PoolState& p, Time now) {
         p.dirty = false;
         const auto live = [this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; };
+        bool passed_over = false;  // a better task was parked on a resource
         while (p.counters.running < p.capacity) {
             std::optional<std::uint32_t> s;
+            took_best = true;  // a due start is where it must be
             while (!s && !p.due_starts.empty()) {
                 if (live(p.due_starts.front())) s = p.due_starts.front().slot;
                 p.due_starts.pop_front();
@@ -567,10 +584,15 @@ struct Engine::State {
                                               it != p.held_starts.end() && *it < until && held < free; ++it)
                                              ++held;
                                          return held < free;
-                                     });
+                                     },
+                                     took_best);
             }
             if (!s) break;
-            if (slots[*s].has_needs && !acquire(*s, now)) continue;  // parked: try the next
+            if (slots[*s].has_needs && !acquire(*s, now)) {
+                passed_over = true;
+                continue;  // parked: try the next
+            }
+            took_best = took_best && !passed_over;
             start_attempt(*s, now);
         }
     }

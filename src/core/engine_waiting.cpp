@@ -57,6 +57,7 @@ void Engine::State::miss_start(std::uint32_t s, Time now) {
     TaskSlot& t = slots[s];
     const StartInfo& start = starts.at(t.id.value);
     ++pools[t.pool].counters.starts_late;
+    ++pools[t.pool].metrics.at(now).starts_late;
     std::string message = describe_lateness(now - start.start);
     finish(s, start.on_miss == MissPolicy::Skip ? TaskStatus::Missed : TaskStatus::Failed, std::move(message), now);
 }
@@ -64,10 +65,14 @@ void Engine::State::miss_start(std::uint32_t s, Time now) {
 void Engine::State::count_start(const TaskSlot& t, Time now) {
     const StartInfo& start = starts.at(t.id.value);
     PoolCounters& c = pools[t.pool].counters;
-    if (now - start.start <= start.tolerance)
+    detail::MetricsSlice& m = pools[t.pool].metrics.at(now);
+    if (now - start.start <= start.tolerance) {
         ++c.starts_on_time;
-    else
+        ++m.starts_on_time;
+    } else {
         ++c.starts_late;
+        ++m.starts_late;
+    }
 }
 
 void Engine::State::drop_start(TaskSlot& t) {

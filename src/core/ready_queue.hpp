@@ -64,9 +64,12 @@ public:
     /// whether an entry still stands for a ready task; `rank(slot)` scores it
     /// now; `fits(slot)` whether it may take the free slot now (a head that
     /// does not fit stays, and the other heads compete without it).
+    /// `took_best` tells whether the entry returned is also the best one
+    /// when `fits` is ignored (priority adherence).
     template <class Live, class RankOf, class Fits>
-    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits) {
+    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits, bool& took_best) {
         ClassQueue* best_class = nullptr;
+        std::optional<Rank> best_any;
         Source best_source = Source::Fifo;
         std::optional<Rank> best;
         for (ClassQueue& c : classes_) {
@@ -74,8 +77,9 @@ public:
             while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
             while (!c.returned.empty() && !live(c.returned.front().ref)) pop_heap(c.returned);
             const auto consider = [&](Source source, std::uint32_t slot) {
-                if (!fits(slot)) return;
                 const Rank r = rank(slot);
+                if (!best_any || r.beats(*best_any)) best_any = r;
+                if (!fits(slot)) return;
                 if (best && !r.beats(*best)) return;
                 best = r;
                 best_class = &c;
@@ -86,6 +90,7 @@ public:
             if (!c.returned.empty()) consider(Source::Returned, c.returned.front().ref.slot);
         }
         if (!best_class) return std::nullopt;
+        took_best = best->id == best_any->id;
         std::uint32_t slot;
         switch (best_source) {
             case Source::Deadline:

@@ -52,6 +52,38 @@ struct PoolCounters {
     std::uint64_t starts_late = 0;     ///< dispatched later (RunLate) or missed
 };
 
+/// A pool's figures over the metrics window (SPEC §10), at one instant.
+struct PoolStats {
+    Duration window{};
+    std::size_t capacity = 0;
+    std::size_t busy = 0;     ///< attempts running
+    std::size_t held = 0;     ///< free slots kept for fixed starts within max_hold
+    std::size_t desired = 0;  ///< the autoscaler's wish (else the capacity)
+    std::array<std::size_t, priority_count> pending{};  ///< ready, per class
+    std::size_t blocked = 0;
+    std::size_t scheduled = 0;
+    std::size_t retrying = 0;
+    // Within the window:
+    std::uint64_t dispatched = 0;
+    std::uint64_t succeeded = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t retried = 0;
+    std::uint64_t dead_lettered = 0;
+    std::uint64_t shed = 0;
+    std::uint64_t waits = 0;  ///< samples behind the wait percentiles
+    std::uint64_t runs = 0;   ///< samples behind the run percentiles
+    Duration wait_p50{}, wait_p90{}, wait_p99{};  ///< ready -> dispatch
+    Duration run_p50{}, run_p99{};                ///< attempt start -> end
+    double worker_seconds = 0;  ///< busy slots x seconds
+    double utilization = 0;     ///< worker_seconds / (capacity x seconds)
+    /// Share of dispatches that took the best-scored ready task; empty
+    /// without dispatches.
+    std::optional<double> priority_adherence;
+    /// Share of fixed starts dispatched within their tolerance; empty
+    /// without fixed starts.
+    std::optional<double> fixed_start_hit_rate;
+};
+
 class Engine {
 public:
     /// Throws ConfigError naming the field on a bad constant.
@@ -144,6 +176,9 @@ public:
     bool has_actions() const;
 
     PoolCounters counters(PoolId pool) const;
+    /// The pool's figures over the metrics window ending at `now`. Reads
+    /// only: O(window slices x histogram size), cheap enough every second.
+    PoolStats stats(PoolId pool, Time now) const;
     /// Tasks not yet terminal, over all pools.
     std::size_t live_tasks() const;
     /// Terminal tasks still retained.

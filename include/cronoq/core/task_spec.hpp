@@ -63,6 +63,8 @@ struct EngineConfig {
     /// Cap on tasks not yet running, over all pools; a submission beyond it
     /// follows the overflow policy of its own pool.
     Bounds global_bounds{};
+    /// The sliding window of `Engine::stats` (SPEC §10).
+    Duration metrics_window = std::chrono::seconds(60);
     /// Semaphores and token buckets shared by every pool (SPEC §8).
     std::vector<Resource> resources;
 };
