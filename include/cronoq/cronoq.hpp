@@ -22,6 +22,7 @@
 #include <cronoq/retry_policy.hpp>
 #include <cronoq/scaler.hpp>
 #include <cronoq/scheduler.hpp>
+#include <cronoq/snapshot.hpp>
 #include <cronoq/start_policy.hpp>
 #include <cronoq/status_event.hpp>
 #include <cronoq/submit_error.hpp>

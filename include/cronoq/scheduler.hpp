@@ -4,6 +4,7 @@
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/event_stream.hpp>
 #include <cronoq/recurring.hpp>
+#include <cronoq/snapshot.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task.hpp>
 #include <cronoq/task_handle.hpp>
@@ -121,6 +122,10 @@ public:
 
     /// A live or retained task's status; empty if unknown or forgotten.
     std::optional<TaskStatus> status(TaskRef ref) const { return owner_->core->status(ref); }
+
+    /// Every pool's figures over the metrics window; cheap enough to call
+    /// every second under load. Safe from any thread.
+    Snapshot snapshot() const { return owner_->core->snapshot(); }
 
     /// Every status transition from now on; see EventStream.
     EventStream subscribe() { return EventStream(owner_->core->subscribe()); }

@@ -29,6 +29,8 @@ public:
     /// Cap on tasks not yet running over all pools; a submission beyond it
     /// follows its own pool's overflow policy.
     Self& global_bounds(Bounds b) { options_.engine.global_bounds = b; return self(); }
+    /// The window of `snapshot()`'s counts and percentiles (default 60 s).
+    Self& metrics_window(std::chrono::nanoseconds d) { options_.engine.metrics_window = d; return self(); }
     /// Declares a semaphore or token bucket shared by every pool.
     Self& resource(Resource r) { options_.engine.resources.push_back(std::move(r)); return self(); }
     /// Seed of the backoff jitter: the same seed gives the same delays.

@@ -20,6 +20,10 @@
 #include <string_view>
 #include <vector>
 
+namespace cronoq {
+struct Snapshot;
+}
+
 namespace cronoq::detail {
 
 class EventQueue;
@@ -64,6 +68,7 @@ public:
     /// Engine figures of a pool; empty for an unknown name.
     std::optional<core::PoolCounters> counters(std::string_view pool) const;
     std::uint64_t late_reports() const;
+    Snapshot snapshot() const;
 
     struct State;  // defined in src/driver/scheduler_core.cpp
 

@@ -1,0 +1,48 @@
+// Snapshot::to_json: the one translation unit that builds JSON.
+#include <cronoq/snapshot.hpp>
+
+namespace cronoq {
+
+namespace {
+
+double ms(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+nlohmann::json Snapshot::to_json() const {
+    nlohmann::json out;
+    out["pools"] = nlohmann::json::array();
+    for (const PoolSnapshot& p : pools) {
+        nlohmann::json pending;
+        for (std::size_t c = 0; c < priority_count; ++c) pending[to_string(static_cast<Priority>(c))] = p.pending[c];
+        out["pools"].push_back({
+            {"name", p.name},
+            {"window_s", std::chrono::duration<double>(p.window).count()},
+            {"capacity", p.capacity},
+            {"busy", p.busy},
+            {"held", p.held},
+            {"desired", p.desired},
+            {"pending", pending},
+            {"blocked", p.blocked},
+            {"scheduled", p.scheduled},
+            {"retrying", p.retrying},
+            {"dispatched", p.dispatched},
+            {"succeeded", p.succeeded},
+            {"failed", p.failed},
+            {"retried", p.retried},
+            {"dead_lettered", p.dead_lettered},
+            {"shed", p.shed},
+            {"wait_ms", {{"p50", ms(p.wait_p50)}, {"p90", ms(p.wait_p90)}, {"p99", ms(p.wait_p99)}}},
+            {"run_ms", {{"p50", ms(p.run_p50)}, {"p99", ms(p.run_p99)}}},
+            {"utilization", p.utilization},
+            {"worker_seconds", p.worker_seconds},
+            {"priority_adherence", optional_number(p.priority_adherence)},
+            {"fixed_start_hit_rate", optional_number(p.fixed_start_hit_rate)},
+        });
+    }
+    return out;
+}
+
+}  // namespace cronoq

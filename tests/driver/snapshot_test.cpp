@@ -1,0 +1,57 @@
+// Scheduler::snapshot() and its JSON form (SPEC §10) on a ManualClock.
+#include "driver_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+using namespace std::chrono_literals;
+using namespace cronoq;
+
+TEST(Snapshot, FiguresAndJson) {
+    asio::io_context io;
+    auto clock = std::make_shared<ManualClock>();
+    auto sched = Scheduler<int, int>::builder()
+                     .clock(clock)
+                     .pool(Pool<int, int>("work").workers(1, 2, 2).retry(RetryPolicy::none()).executor_fn(
+                         [](TaskContext, std::shared_ptr<const int> n) -> asio::awaitable<Result<int>> {
+                             if (*n < 0) co_return TaskError::permanent("negative");
+                             co_return *n;
+                         }))
+                     .pool(Pool<int, int>("idle").executor_fn(
+                         [](TaskContext, std::shared_ptr<const int> n) -> asio::awaitable<Result<int>> { co_return *n; }))
+                     .build(io.get_executor());
+    for (int i = -2; i < 8; ++i) sched.try_submit(Task<int>(i).pool("work")).value();
+    sched.try_submit(Task<int>(0).pool("work").priority(Priority::High).start_in(1h)).value();
+    io.run_for(0s);
+    io.restart();
+    io.poll();
+    const Snapshot snap = sched.snapshot();
+    ASSERT_EQ(snap.pools.size(), 2u);
+    const PoolSnapshot& work = snap.pools[0];
+    EXPECT_EQ(work.name, "work");
+    EXPECT_EQ(work.window, 60s);
+    EXPECT_EQ(work.capacity, 2u);
+    EXPECT_EQ(work.dispatched, 10u);
+    EXPECT_EQ(work.succeeded, 8u);
+    EXPECT_EQ(work.failed, 2u);
+    EXPECT_EQ(work.scheduled, 1u);
+    ASSERT_TRUE(work.priority_adherence.has_value());
+    EXPECT_FALSE(work.fixed_start_hit_rate.has_value());
+    EXPECT_EQ(snap.pools[1].dispatched, 0u);
+
+    const nlohmann::json j = snap.to_json();
+    ASSERT_TRUE(j.contains("pools"));
+    ASSERT_EQ(j["pools"].size(), 2u);
+    const auto& w = j["pools"][0];
+    EXPECT_EQ(w["name"], "work");
+    EXPECT_EQ(w["succeeded"], 8);
+    EXPECT_EQ(w["failed"], 2);
+    EXPECT_EQ(w["scheduled"], 1);
+    EXPECT_TRUE(w["wait_ms"].contains("p99"));
+    EXPECT_TRUE(w["run_ms"].contains("p50"));
+    EXPECT_TRUE(w["pending"].contains("critical"));
+    EXPECT_TRUE(w["fixed_start_hit_rate"].is_null());
+    EXPECT_TRUE(j["pools"][1]["priority_adherence"].is_null());
+    test::run(io, sched.shutdown(0s));
+}
