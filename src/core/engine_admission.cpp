@@ -321,6 +321,14 @@ TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
         starts.emplace(t.id.value, StartInfo{*spec.start, end, spec.start_tolerance, spec.on_miss});
         p.reservations.add({*spec.start, end}, t.id);
         t.has_start = true;
+        // The autoscaler counts reservations within its horizon: wake it
+        // when this one enters it, even if the pool is idle by then.
+        if (p.autoscale_config) {
+            const Duration horizon = p.autoscale_config->reservation_horizon;
+            // [now, now + horizon) holds the start from start - horizon + 1 ns.
+            const Time enters = spec.start->time_since_epoch() > horizon ? *spec.start - horizon + Duration(1) : Time{};
+            push_timer(enters, static_cast<std::uint32_t>(spec.pool), 0, TimerKind::Horizon);
+        }
     }
     if (spec.key) {
         t.key = &keys.emplace(*spec.key, t.id).first->first;

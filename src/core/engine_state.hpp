@@ -116,6 +116,7 @@ enum class TimerKind : std::uint8_t {
     AwaitExpiry,    // an awaited dependency key did not appear in time
     Refill,         // a token bucket has tokens for its parked tasks (slot: the resource)
     Autoscale,      // a pool's autoscaler is due (slot: the pool); settle() evaluates it
+    Horizon,        // a reservation enters a pool's reservation_horizon: wake its autoscaler
 };
 
 struct Timer {
@@ -248,6 +249,7 @@ struct Engine::State {
         if (tm.kind == TimerKind::ShutdownGrace) return any_running();
         if (tm.kind == TimerKind::Refill) return refill_at[tm.slot] == tm.at;
         if (tm.kind == TimerKind::Autoscale) return pools[tm.slot].autoscale_armed == tm.at;
+        if (tm.kind == TimerKind::Horizon) return true;  // fires once
         return slots[tm.slot].gen == tm.gen;
     }
 
@@ -444,6 +446,10 @@ struct Engine::State {
     // ---- timers -----------------------------------------------------------
     void fire(const Timer& tm, Time now) {
         if (tm.kind == TimerKind::ShutdownGrace) return abort_all_running(now);
+        if (tm.kind == TimerKind::Horizon) {
+            if (auto* a = scaler_of(pools[tm.slot], now)) a->wake(now);
+            return;
+        }
         if (tm.kind == TimerKind::Autoscale) {
             pools[tm.slot].autoscale_armed = never;  // settle() evaluates and re-arms
             return;

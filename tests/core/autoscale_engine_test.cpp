@@ -93,6 +93,29 @@ TEST(AutoscaleEngineTest, AUserScalerReplacesTheDefaultPolicy) {
     EXPECT_EQ(h.engine.counters(pool).desired, 7u);
 }
 
+TEST(AutoscaleEngineTest, AReservationScalesAnIdlePoolUpBeforeItsStart) {
+    Harness h;
+    PoolConfig c = scaled(0, 0, 4);
+    c.reservable_fraction = 1.0;
+    const PoolId pool = h.add_pool(c);
+    for (int i = 0; i < 3; ++i) {
+        TaskSpec spec{.pool = pool};
+        spec.start = t0 + 10min;
+        spec.duration_hint = 1min;
+        h.submit(spec, t0);
+    }
+    // Idle until the reservations enter the 60 s horizon.
+    for (Time now = t0; now < t0 + 10min; now += 1s) {
+        h.tick(now);
+        if (now < t0 + 9min) {
+            EXPECT_EQ(h.engine.counters(pool).capacity, 0u);
+        }
+    }
+    EXPECT_EQ(h.engine.counters(pool).capacity, 3u) << "three reserved slots in place before the start";
+    h.tick(t0 + 10min);
+    EXPECT_EQ(h.engine.counters(pool).running, 3u);
+}
+
 TEST(AutoscaleEngineTest, BadAutoscaleConfigIsAConfigError) {
     Harness h;
     PoolConfig c = scaled(1, 1, 4);
