@@ -3,6 +3,7 @@ option(CRONOQ_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
 option(CRONOQ_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(CRONOQ_BUILD_BENCHMARKS "Build the benchmarks" OFF)
 option(CRONOQ_WERROR "Treat warnings as errors" OFF)
+option(CRONOQ_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang only)" OFF)
 set(CRONOQ_SANITIZE "" CACHE STRING "Sanitizers to build with: address,undefined or thread")
 
 if(CRONOQ_SANITIZE)
@@ -15,6 +16,30 @@ if(CRONOQ_SANITIZE)
         # GCC 12 warns that TSan does not model Asio's atomic_thread_fence.
         add_compile_options(-Wno-tsan)
     endif()
+endif()
+
+if(CRONOQ_BUILD_FUZZERS)
+    if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+        message(FATAL_ERROR "CRONOQ_BUILD_FUZZERS needs Clang (libFuzzer), not ${CMAKE_CXX_COMPILER_ID}")
+    endif()
+    if(CRONOQ_SANITIZE)
+        message(FATAL_ERROR "CRONOQ_BUILD_FUZZERS brings its own sanitizers; leave CRONOQ_SANITIZE empty")
+    endif()
+    if(NOT CRONOQ_BUILD_TESTS)
+        message(WARNING "CRONOQ_BUILD_FUZZERS: the fuzz targets live in tests/, which CRONOQ_BUILD_TESTS=OFF skips")
+    endif()
+    # Coverage feedback must reach into the library, where the parsers and
+    # validators live, not only into the fuzz targets; the targets add the
+    # libFuzzer runtime (-fsanitize=fuzzer) when they link.
+    # -fno-sanitize=function: with it, Clang 14's backend rejects coroutines
+    # ("Cannot represent a difference across sections", LLVM issue 49689).
+    add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function -fno-omit-frame-pointer
+        -fno-sanitize-recover=all)
+    add_link_options(-fsanitize=address,undefined)
+    # Asio 1.22 enables co_await under Clang only with libc++'s
+    # <experimental/coroutine>; Clang 14 with libstdc++ supports C++20
+    # coroutines, which Asio then finds through <coroutine>.
+    add_compile_definitions(ASIO_HAS_CO_AWAIT=1)
 endif()
 
 function(cronoq_warnings target)

@@ -1,4 +1,5 @@
 #include "config_checks.hpp"
+#include "text.hpp"
 
 #include <cmath>
 #include <unordered_set>
@@ -6,8 +7,6 @@
 namespace cronoq::core::detail {
 
 namespace {
-
-std::string quoted(std::string_view name) { return "\"" + std::string(name) + "\""; }
 
 bool negative(std::chrono::nanoseconds d) { return d.count() < 0; }
 
@@ -21,8 +20,8 @@ std::optional<std::string> check_autoscale(const AutoscaleConfig& c) {
     if (c.drain_time.count() <= 0) return "autoscale.drain_time must be positive";
     for (std::size_t i = 0; i < c.slo.size(); ++i)
         if (negative(c.slo[i]))
-            return "autoscale.slo[" + std::to_string(i) + "] (" + to_string(static_cast<Priority>(i)) +
-                   ") must not be negative";
+            return cat({"autoscale.slo[", std::to_string(i), "] (", to_string(static_cast<Priority>(i)),
+                        ") must not be negative"});
     if (negative(c.reservation_horizon)) return "autoscale.reservation_horizon must not be negative";
     if (!std::isfinite(c.max_step_up_ratio) || c.max_step_up_ratio < 0)
         return "autoscale.max_step_up_ratio must be a finite number >= 0";
@@ -36,22 +35,22 @@ std::optional<std::string> check_autoscale(const AutoscaleConfig& c) {
 }
 
 std::optional<std::string> check_bounds(const Bounds& bounds, std::string_view field) {
-    if (bounds.max_pending < 1) return std::string(field) + ".max_pending must be at least 1";
+    if (bounds.max_pending < 1) return cat({field, ".max_pending must be at least 1"});
     return std::nullopt;
 }
 
 std::optional<std::string> check_resource(const Resource& r) {
     if (r.name.empty()) return "resource name must not be empty";
-    const std::string prefix = "resource " + quoted(r.name) + ": ";
+    const std::string prefix = cat({"resource ", quoted(r.name), ": "});
     switch (r.kind) {
         case Resource::Kind::Semaphore:
-            if (r.permits < 1) return prefix + "permits must be at least 1";
+            if (r.permits < 1) return cat({prefix, "permits must be at least 1"});
             break;
         case Resource::Kind::TokenBucket:
-            if (auto problem = check_rate(r.rate_per_s)) return prefix + *problem;
-            if (r.burst < 1) return prefix + "burst must be at least 1";
+            if (auto problem = check_rate(r.rate_per_s)) return cat({prefix, *problem});
+            if (r.burst < 1) return cat({prefix, "burst must be at least 1"});
             break;
-        default: return prefix + "unknown kind";
+        default: return cat({prefix, "unknown kind"});
     }
     return std::nullopt;
 }
@@ -60,7 +59,7 @@ std::optional<std::string> check_resources(std::span<const Resource> resources) 
     std::unordered_set<std::string_view> seen;
     for (const Resource& r : resources) {
         if (auto problem = check_resource(r)) return problem;
-        if (!seen.insert(r.name).second) return "resource " + quoted(r.name) + ": declared twice";
+        if (!seen.insert(r.name).second) return cat({"resource ", quoted(r.name), ": declared twice"});
     }
     return std::nullopt;
 }

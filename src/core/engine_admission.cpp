@@ -3,11 +3,14 @@
 // admitted, so a failing batch leaves no trace; a single submit is a batch
 // of one.
 #include "engine_state.hpp"
+#include "text.hpp"
 
 #include <string>
 #include <unordered_set>
 
 namespace cronoq::core {
+
+using detail::quoted;
 
 namespace {
 
@@ -27,12 +30,6 @@ std::vector<detail::ResourceRequest> requests_of(const TaskSpec& spec) {
     return out;
 }
 
-std::string quoted(std::string_view s) {
-    std::string q = "\"";
-    q.append(s);
-    q.append("\"");
-    return q;
-}
 
 }  // namespace
 

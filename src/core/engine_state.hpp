@@ -269,7 +269,7 @@ struct Engine::State {
 
     double urgency(const TaskSlot& t, Time now) const {
         const UrgencyConfig& u = config.urgency;
-        const double until = to_seconds(t.latest_start - now);
+        const double until = to_seconds(diff_saturated(t.latest_start, now));
         const double window = to_seconds(u.window);
         if (until > window) return 0.0;
         if (until >= 0) return window > 0 ? u.max * (1.0 - until / window) : u.max;
@@ -326,7 +326,7 @@ struct Engine::State {
         if (auto* a = scaler_of(p, now)) a->record_arrival(now);
         if (p.may_shed) link_ready(s);
         if (t.has_deadline) {
-            t.latest_start = t.deadline - expected_duration(t);
+            t.latest_start = add_saturated(t.deadline, -expected_duration(t));
             p.queue.push_deadline(t.priority, t.latest_start, t.id.value, {s, t.gen});
         } else {
             p.queue.push(t.priority, {s, t.gen});

@@ -34,7 +34,7 @@ void Engine::State::release(std::uint32_t s, Time now) {
 void Engine::State::start_due(std::uint32_t s, Time now) {
     TaskSlot& t = slots[s];
     const StartInfo& start = starts.at(t.id.value);
-    const Duration late = now - start.start;
+    const Duration late = diff_saturated(now, start.start);
     if (late > start.tolerance && start.on_miss != MissPolicy::RunLate) return miss_start(s, now);
     PoolState& p = pools[t.pool];
     leave(t);
@@ -58,7 +58,7 @@ void Engine::State::miss_start(std::uint32_t s, Time now) {
     const StartInfo& start = starts.at(t.id.value);
     ++pools[t.pool].counters.starts_late;
     ++pools[t.pool].metrics.at(now).starts_late;
-    std::string message = describe_lateness(now - start.start);
+    std::string message = describe_lateness(diff_saturated(now, start.start));
     finish(s, start.on_miss == MissPolicy::Skip ? TaskStatus::Missed : TaskStatus::Failed, std::move(message), now);
 }
 
@@ -66,7 +66,7 @@ void Engine::State::count_start(const TaskSlot& t, Time now) {
     const StartInfo& start = starts.at(t.id.value);
     PoolCounters& c = pools[t.pool].counters;
     detail::MetricsSlice& m = pools[t.pool].metrics.at(now);
-    if (now - start.start <= start.tolerance) {
+    if (diff_saturated(now, start.start) <= start.tolerance) {
         ++c.starts_on_time;
         ++m.starts_on_time;
     } else {

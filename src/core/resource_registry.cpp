@@ -1,6 +1,7 @@
 #include "resource_registry.hpp"
 
 #include "config_checks.hpp"
+#include "text.hpp"
 
 #include <cronoq/config_error.hpp>
 
@@ -9,8 +10,6 @@
 namespace cronoq::core::detail {
 
 namespace {
-
-std::string quoted(std::string_view name) { return "\"" + std::string(name) + "\""; }
 
 // The sum of the amounts of every need naming the same resource as
 // needs[i], or nothing if an earlier need already named it (so each
@@ -29,7 +28,7 @@ std::optional<std::uint64_t> total_if_first(std::span<const Need> needs, std::si
 
 ResourceId ResourceRegistry::add(Resource resource, Time now) {
     if (auto problem = check_resource(resource)) throw ConfigError(*problem);
-    if (find(resource.name)) throw ConfigError("resource " + quoted(resource.name) + ": declared twice");
+    if (find(resource.name)) throw ConfigError(cat({"resource ", quoted(resource.name), ": declared twice"}));
     const auto id = static_cast<ResourceId>(entries_.size());
     Entry entry{std::move(resource), 0, std::nullopt};
     if (entry.declared.kind == Resource::Kind::TokenBucket)
@@ -50,7 +49,7 @@ SubmitResult<std::vector<Need>> ResourceRegistry::resolve(std::span<const Resour
     std::vector<std::uint64_t> totals;  // beside `needs`: sums may pass 2^32 before the check
     for (const ResourceRequest& r : requests) {
         const auto id = find(r.name);
-        if (!id) return {SubmitError::UnknownResource, "unknown resource " + quoted(r.name)};
+        if (!id) return {SubmitError::UnknownResource, cat({"unknown resource ", quoted(r.name)})};
         if (r.amount == 0) continue;
         std::size_t k = 0;
         while (k < needs.size() && needs[k].resource != *id) ++k;
@@ -64,9 +63,9 @@ SubmitResult<std::vector<Need>> ResourceRegistry::resolve(std::span<const Resour
         const Resource& declared = entries_[needs[k].resource].declared;
         if (totals[k] > declared.capacity())
             return {SubmitError::ResourceExceedsCapacity,
-                    "resource " + quoted(declared.name) + ": asks for " + std::to_string(totals[k]) + " units, its " +
-                        (declared.kind == Resource::Kind::Semaphore ? "permits are " : "burst is ") +
-                        std::to_string(declared.capacity())};
+                    cat({"resource ", quoted(declared.name), ": asks for ", std::to_string(totals[k]), " units, its ",
+                         declared.kind == Resource::Kind::Semaphore ? "permits are " : "burst is ",
+                         std::to_string(declared.capacity())})};
         needs[k].amount = static_cast<std::uint32_t>(totals[k]);
     }
     return needs;
@@ -131,9 +130,9 @@ bool ResourceRegistry::release_all(std::span<const Need> needs) {
 
 std::optional<std::string> ResourceRegistry::set_rate(ResourceId id, double rate_per_s, Time now) {
     Entry& e = entries_[id];
-    const std::string prefix = "resource " + quoted(e.declared.name) + ": ";
-    if (!e.bucket) return prefix + "set_rate needs a token bucket, not a semaphore";
-    if (auto problem = check_rate(rate_per_s)) return prefix + *problem;
+    const std::string prefix = cat({"resource ", quoted(e.declared.name), ": "});
+    if (!e.bucket) return cat({prefix, "set_rate needs a token bucket, not a semaphore"});
+    if (auto problem = check_rate(rate_per_s)) return cat({prefix, *problem});
     e.bucket->set_rate(rate_per_s, now);
     return std::nullopt;
 }

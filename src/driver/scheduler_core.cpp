@@ -210,14 +210,18 @@ struct SchedulerCore::State {
             spec.pool = *id;
         }
         const auto engine_time = [&](std::chrono::system_clock::time_point t) {
-            return now + std::chrono::duration_cast<core::Duration>(t - wall);
+            // Saturating: a time point centuries away stays far away.
+            const auto since = [](std::chrono::system_clock::time_point p) {
+                return std::chrono::duration_cast<core::Duration>(p.time_since_epoch()).count();
+            };
+            return core::add_saturated(now, core::Duration(core::sub_saturated(since(t), since(wall))));
         };
         spec.priority = r.priority;
         spec.kind = engine.intern_kind(r.kind);
         if (r.deadline_at) spec.deadline = engine_time(*r.deadline_at);
-        if (r.deadline_in) spec.deadline = now + *r.deadline_in;
+        if (r.deadline_in) spec.deadline = core::add_saturated(now, *r.deadline_in);
         if (r.start_at) spec.start = engine_time(*r.start_at);
-        if (r.start_in) spec.start = now + *r.start_in;
+        if (r.start_in) spec.start = core::add_saturated(now, *r.start_in);
         spec.start_tolerance = r.start_tolerance;
         spec.on_miss = r.on_miss;
         spec.depends_on = r.depends_on;
@@ -246,7 +250,10 @@ struct SchedulerCore::State {
                 if (k == "traceparent") r.traceparent = v;
         info->tags = std::move(r.tags);
         if (r.deadline_at) info->deadline = r.deadline_at;
-        if (r.deadline_in) info->deadline = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(*r.deadline_in);
+        if (r.deadline_in)
+            info->deadline = std::chrono::system_clock::time_point(
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(core::Duration(core::add_saturated(
+                    std::chrono::duration_cast<core::Duration>(wall.time_since_epoch()).count(), r.deadline_in->count()))));
         info->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
         info->traceparent = std::move(r.traceparent);
         info->payload = std::move(r.payload);
@@ -395,7 +402,7 @@ struct SchedulerCore::State {
         for (PoolRuntime& p : pools)
             while (!p.waiting_submits.empty()) wake_next_submit(p);
         const auto now = clock->now();
-        engine.shutdown(now, now + std::max(grace, std::chrono::nanoseconds(0)));
+        engine.shutdown(now, core::add_saturated(now, std::max(grace, std::chrono::nanoseconds(0))));
         apply(now);
         check_drained();
     }
