@@ -103,9 +103,13 @@ public:
     KindId intern_kind(std::string_view name);
     const std::string& kind_name(KindId kind) const;
 
-    /// Admits a task (status Ready, or dispatched at once if its pool has a
-    /// free slot). Errors: UnknownPool, ShuttingDown, Invalid (bad timeout,
-    /// retry policy or kind); a rejected task leaves no trace. A key held by
+    /// Admits a task: `Blocked` while a dependency is unmet, `Scheduled`
+    /// until a future fixed start, else `Ready` (and dispatched at once if
+    /// its pool has a free slot that no upcoming fixed start holds). Errors:
+    /// UnknownPool, ShuttingDown, Invalid (bad timeout, retry policy, kind,
+    /// tolerance, dependency), UnknownResource, ResourceExceedsCapacity,
+    /// and with dependencies or a start Cycle, UnknownDependency,
+    /// ReservationConflict; a rejected task leaves no trace. A key held by
     /// a live or retained task returns that task's id and admits nothing
     /// (no action is emitted).
     ///
