@@ -9,6 +9,9 @@ namespace cronoq {
 /// A cap on the tasks of a pool (`Pool::bounds`) or of the whole scheduler
 /// (`Builder::global_bounds`) that are admitted but not yet running: ready,
 /// blocked, scheduled or in retry backoff. The default is unbounded.
+/// The bound is checked at admission: a retry of a task already admitted
+/// re-enters the queue without a check (refusing it would lose admitted
+/// work), so retries can take pending above `max_pending` for a while.
 /// An aggregate: `Bounds{100}`. Validated at build: `max_pending >= 1`
 /// (a cap of 0 could never admit a task that has to wait).
 struct Bounds {

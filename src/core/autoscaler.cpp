@@ -67,7 +67,10 @@ Autoscaler::Autoscaler(AutoscaleConfig config, std::size_t min, std::size_t init
 
 void Autoscaler::record_arrival(Time now, std::uint64_t count) {
     arrivals_ += count;
-    wake(now);
+    // Only a sleeping autoscaler is woken: an awake one counts the arrival
+    // and keeps its interval (else a busy pool would be evaluated at every
+    // submit, and the per-step bound would no longer bound the rate).
+    if (!next_due_) wake(now);
 }
 
 void Autoscaler::record_service(Duration run_time) {

@@ -14,6 +14,7 @@ bool Engine::State::acquire(std::uint32_t s, Time now) {
         return true;
     }
     parked[got.short_of][index_of(t.priority)].push_back({s, t.gen});
+    parked_tasks = true;
     // A bucket refills by itself: wake up when it will have enough. A
     // semaphore's units come back with a release (or a rate change for a
     // bucket at rate 0), which unparks.
@@ -70,6 +71,39 @@ void Engine::State::unpark(detail::ResourceId r, Time now) {
             refill_at[r] = *at;
             push_timer(*at, r, 0, TimerKind::Refill);
         }
+}
+
+void Engine::State::revisit_parked(Time now) {
+    // A few rounds at most: each one either hands units to waiters or stops.
+    for (int round = 0; round < 4; ++round) {
+        bool any_parked = false, returned = false;
+        for (detail::ResourceId r = 0; r < parked.size(); ++r) {
+            bool live = false;
+            for (auto& queue : parked[r]) {
+                while (!queue.empty() && slots[queue.front().slot].gen != queue.front().gen) queue.pop_front();
+                live = live || !queue.empty();
+            }
+            if (!live) {
+                refill_at[r] = never;  // its timer, if any, is dead
+                continue;
+            }
+            any_parked = true;
+            if (registry.available(r, now) == 0) continue;
+            const std::size_t before = parked_count(r);
+            unpark(r, now);
+            returned = returned || parked_count(r) < before;
+        }
+        parked_tasks = any_parked;
+        if (!returned) return;
+        for (PoolState& p : pools)
+            if (p.dirty) dispatch(p, now);
+    }
+}
+
+std::size_t Engine::State::parked_count(detail::ResourceId r) const {
+    std::size_t n = 0;
+    for (const auto& queue : parked[r]) n += queue.size();
+    return n;
 }
 
 }  // namespace cronoq::core

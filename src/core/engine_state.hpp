@@ -314,7 +314,9 @@ struct Engine::State {
         }
     }
 
-    void make_ready(std::uint32_t s, Time now) {
+    // Ready in the pool's queue, or with `due_start` in its queue of due
+    // fixed starts, which dispatch first.
+    void make_ready(std::uint32_t s, Time now, bool due_start = false) {
         TaskSlot& t = slots[s];
         PoolState& p = pools[t.pool];
         leave(t);
@@ -325,7 +327,9 @@ struct Engine::State {
         ++p.counters.ready_by_class[index_of(t.priority)];
         if (auto* a = scaler_of(p, now)) a->record_arrival(now);
         if (p.may_shed) link_ready(s);
-        if (t.has_deadline) {
+        if (due_start) {
+            p.due_starts.push_back({s, t.gen});
+        } else if (t.has_deadline) {
             t.latest_start = add_saturated(t.deadline, -expected_duration(t));
             p.queue.push_deadline(t.priority, t.latest_start, t.id.value, {s, t.gen});
         } else {
@@ -521,6 +525,12 @@ struct Engine::State {
     /// Moves parked tasks back to their queues, as many as `r` can serve now.
     void unpark(detail::ResourceId r, Time now);
     std::uint32_t need_of(const TaskSlot& t, detail::ResourceId r) const;
+    /// After dispatch: units that a returned task did not take (it parked
+    /// on another resource, its pool had no slot, it was cancelled) go to
+    /// the next waiters; refill timers with no waiter left are dropped.
+    void revisit_parked(Time now);
+    bool parked_tasks = false;  // some resource may have a parked task
+    std::size_t parked_count(detail::ResourceId r) const;
 
     // ---- bounds and shedding (engine_bounds.cpp) -------------------------------
     static std::size_t pending(const PoolState& p) {
@@ -621,6 +631,7 @@ struct Engine::State {
             if (pools[i].autoscale_config) autoscale(static_cast<PoolId>(i), now);
         for (PoolState& p : pools)
             if (p.dirty) dispatch(p, now);
+        if (parked_tasks) revisit_parked(now);
         if (full_pools > 0) announce_space();
         forget_retained(now);
         // Keep the heap top live, so that next_wakeup() never names a

@@ -36,18 +36,7 @@ void Engine::State::start_due(std::uint32_t s, Time now) {
     const StartInfo& start = starts.at(t.id.value);
     const Duration late = diff_saturated(now, start.start);
     if (late > start.tolerance && start.on_miss != MissPolicy::RunLate) return miss_start(s, now);
-    PoolState& p = pools[t.pool];
-    leave(t);
-    t.status = TaskStatus::Ready;
-    t.ready_since = now;
-    ++t.gen;
-    ++p.counters.ready;
-    ++p.counters.ready_by_class[index_of(t.priority)];
-    if (auto* a = scaler_of(p, now)) a->record_arrival(now);
-    if (p.may_shed) link_ready(s);
-    p.due_starts.push_back({s, t.gen});
-    p.dirty = true;
-    emit_status(t, now);
+    make_ready(s, now, true);
     // Still within the tolerance: if no slot frees by its end, it is missed.
     if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance)
         push_timer(later(start.start, start.tolerance + Duration(1)), s, t.gen, TimerKind::MissCheck);
