@@ -14,6 +14,8 @@
 // anything happened otherwise.
 #include <cronoq/cronoq.hpp>
 
+#include "example_support.hpp"
+
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -30,6 +32,8 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using example::check;
+using example::sleep_for;
 using cronoq::Dep;
 using cronoq::Result;
 using cronoq::TaskContext;
@@ -40,19 +44,6 @@ using Sched = cronoq::Scheduler<std::string, std::string>;
 using Step = cronoq::Task<std::string>;
 
 namespace {
-
-int failed_checks = 0;
-
-void check(bool ok, const char* claim) {
-    if (ok) return;
-    ++failed_checks;
-    std::printf("  CHECK FAILED: %s\n", claim);
-}
-
-asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
-    asio::steady_timer timer(co_await asio::this_coro::executor, d);
-    co_await timer.async_wait(asio::use_awaitable);
-}
 
 // The work of every step: a short pause, then a line of output. A step
 // whose payload starts with "fail:" fails permanently.
@@ -139,18 +130,4 @@ asio::awaitable<void> demo(asio::io_context& io) {
 
 }  // namespace
 
-int main() {
-    asio::io_context io;
-    asio::co_spawn(io, demo(io), [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            std::printf("error: %s\n", ex.what());
-            ++failed_checks;
-        }
-    });
-    io.run();
-    std::printf(failed_checks == 0 ? "all checks passed\n" : "%d check(s) failed\n", failed_checks);
-    return failed_checks == 0 ? 0 : 1;
-}
+int main() { return example::run_example("pipeline", demo); }

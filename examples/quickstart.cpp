@@ -10,6 +10,8 @@
 // claims: it exits 1 if anything happened other than as printed here.
 #include <cronoq/cronoq.hpp>
 
+#include "example_support.hpp"
+
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
@@ -27,6 +29,8 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using example::check;
+using example::sleep_for;
 using cronoq::Priority;
 using cronoq::Result;
 using cronoq::RetryPolicy;
@@ -43,24 +47,11 @@ using Name = std::shared_ptr<const std::string>;
 
 namespace {
 
-int failed_checks = 0;
-
-void check(bool ok, const char* claim) {
-    if (ok) return;
-    ++failed_checks;
-    std::printf("  CHECK FAILED: %s\n", claim);
-}
-
 long long ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::string name_of(TaskStatus s) { return std::string(cronoq::to_string(s)); }
-
-asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
-    asio::steady_timer timer(co_await asio::this_coro::executor, d);
-    co_await timer.async_wait(asio::use_awaitable);
-}
 
 // ---- (a) priority classes -------------------------------------------------------
 
@@ -287,36 +278,7 @@ asio::awaitable<void> all_scenes() {
 }  // namespace
 
 int main() {
-    asio::io_context io;
-    // A demo that hangs proves nothing: give up after 10 s.
-    asio::steady_timer watchdog(io, 10s);
-    watchdog.async_wait([&](std::error_code ec) {
-        if (ec) return;
-        std::puts("quickstart: still running after 10 s; giving up");
-        ++failed_checks;
-        io.stop();
-    });
-    std::exception_ptr error;
-    asio::co_spawn(io, all_scenes(), [&](std::exception_ptr e) {
-        error = e;
-        watchdog.cancel();
-    });
-    // Returns when the scenes are done: a scheduler that has shut down keeps
-    // no operation pending.
-    io.run();
-
-    if (error) {
-        try {
-            std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-            std::printf("quickstart: unexpected exception: %s\n", e.what());
-        }
-        return 1;
-    }
-    if (failed_checks > 0) {
-        std::printf("\nquickstart: %d check(s) failed\n", failed_checks);
-        return 1;
-    }
-    std::puts("\nAll scenes behaved as described.");
-    return 0;
+    const int rc = example::run_example("quickstart", [](asio::io_context&) { return all_scenes(); });
+    if (rc == 0) std::puts("All scenes behaved as described.");
+    return rc;
 }

@@ -10,6 +10,8 @@
 // happened. The program checks its claims and exits 1 if one does not hold.
 #include <cronoq/cronoq.hpp>
 
+#include "example_support.hpp"
+
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
@@ -27,19 +29,13 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using example::check;
+using example::sleep_for;
 using cronoq::Result;
 using cronoq::TaskContext;
 using cronoq::TaskError;
 
 namespace {
-
-int failed_checks = 0;
-
-void check(bool ok, const char* claim) {
-    if (ok) return;
-    ++failed_checks;
-    std::printf("  CHECK FAILED: %s\n", claim);
-}
 
 // The API's own limit: at most `per_second` requests in each wall-clock
 // second (a fixed window, as many APIs count).
@@ -135,18 +131,4 @@ asio::awaitable<void> demo(asio::io_context& io) {
 
 }  // namespace
 
-int main() {
-    asio::io_context io;
-    asio::co_spawn(io, demo(io), [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            std::printf("error: %s\n", ex.what());
-            ++failed_checks;
-        }
-    });
-    io.run();
-    std::printf(failed_checks == 0 ? "all checks passed\n" : "%d check(s) failed\n", failed_checks);
-    return failed_checks == 0 ? 0 : 1;
-}
+int main() { return example::run_example("rate_limited", demo); }

@@ -18,15 +18,7 @@ asio::awaitable<Result<int>> until_cancelled(TaskContext ctx, std::shared_ptr<co
     co_return TaskError::cancelled();
 }
 
-struct Fixture {
-    asio::io_context io;
-    std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-    void advance(std::chrono::nanoseconds d) {
-        clock->advance(d);
-        io.restart();
-        io.poll();
-    }
-};
+using Fixture = test::VirtualTime;
 
 // Counts the attempts running now.
 struct Gauge {

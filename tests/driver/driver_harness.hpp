@@ -6,7 +6,9 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 
+#include <chrono>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <optional>
 
@@ -32,5 +34,18 @@ T run(asio::io_context& io, asio::awaitable<T> coro) {
     if (error) std::rethrow_exception(error);
     if constexpr (!std::is_void_v<T>) return std::move(*out);
 }
+
+/// An io_context on virtual time: `advance(d)` moves a ManualClock and runs
+/// what came due, without sleeping.
+struct VirtualTime {
+    asio::io_context io;
+    std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
+
+    void advance(std::chrono::nanoseconds d) {
+        clock->advance(d);
+        io.restart();
+        io.poll();
+    }
+};
 
 }  // namespace cronoq::test

@@ -15,9 +15,8 @@ namespace {
 
 using Sched = Scheduler<int, int>;
 
-struct Fixture {
-    asio::io_context io;
-    std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();  // 2026-01-01T00:00:00Z
+// The ManualClock's wall time starts at 2026-01-01T00:00:00Z.
+struct Fixture : test::VirtualTime {
     std::vector<std::string> ran;  // keys of the attempts, in order
     int fail_first = 0;            // attempts that fail permanently first
     bool hang = false;             // attempts wait for cancellation
@@ -36,12 +35,6 @@ struct Fixture {
             co_return 1;
         });
         return Sched::builder().clock(clock).pool(std::move(pool)).build(io.get_executor());
-    }
-
-    void advance(std::chrono::nanoseconds d) {
-        clock->advance(d);
-        io.restart();
-        io.poll();
     }
 };
 

@@ -16,17 +16,7 @@ namespace {
 
 using Sched = Scheduler<int, int>;
 
-struct Fixture {
-    asio::io_context io;
-    std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-
-    /// Moves virtual time and processes what came due.
-    void advance(std::chrono::nanoseconds d) {
-        clock->advance(d);
-        io.restart();
-        io.poll();
-    }
-};
+using Fixture = test::VirtualTime;
 
 // Waits until cancelled; reports whether it saw the cancellation.
 asio::awaitable<Result<int>> wait_for_cancel(TaskContext ctx, std::shared_ptr<const int>) {
