@@ -40,7 +40,8 @@ std::uint32_t Engine::State::need_of(const TaskSlot& t, detail::ResourceId r) co
 }
 
 void Engine::State::unpark(detail::ResourceId r, Time now) {
-    std::uint32_t budget = registry.available(r, now);
+    const std::uint32_t available = registry.available(r, now);
+    std::uint32_t budget = available;
     std::optional<std::uint32_t> waiting;  // the need of the first task left parked
     for (auto& queue : parked[r]) {  // best class first
         while (!queue.empty() && !waiting) {
@@ -66,16 +67,18 @@ void Engine::State::unpark(detail::ResourceId r, Time now) {
             p.dirty = true;
         }
     }
+    // Tokens promised to the waiters sent back are not there for the next.
     if (waiting && registry.kind(r) == Resource::Kind::TokenBucket)
-        if (auto at = registry.next_available(r, *waiting, now); at && *at < refill_at[r]) {
+        if (auto at = registry.next_available(r, *waiting + (available - budget), now); at && *at < refill_at[r]) {
             refill_at[r] = *at;
             push_timer(*at, r, 0, TimerKind::Refill);
         }
 }
 
 void Engine::State::revisit_parked(Time now) {
-    // A few rounds at most: each one either hands units to waiters or stops.
-    for (int round = 0; round < 4; ++round) {
+    // Each round hands units to waiters or stops. Within one call units only
+    // go (nothing is released), so rounds end; the cap is only a guard.
+    for (int round = 0; round < 1000; ++round) {
         bool any_parked = false, returned = false;
         for (detail::ResourceId r = 0; r < parked.size(); ++r) {
             bool live = false;
@@ -88,6 +91,20 @@ void Engine::State::revisit_parked(Time now) {
                 continue;
             }
             any_parked = true;
+            // A bucket's wakeup is for its current first waiter (an earlier
+            // one may have left, with a larger need).
+            if (registry.kind(r) == Resource::Kind::TokenBucket) {
+                std::uint32_t first = 0;
+                for (const auto& queue : parked[r])
+                    if (!queue.empty()) {
+                        first = need_of(slots[queue.front().slot], r);
+                        break;
+                    }
+                if (auto at = registry.next_available(r, first, now); at && *at > now && *at < refill_at[r]) {
+                    refill_at[r] = *at;
+                    push_timer(*at, r, 0, TimerKind::Refill);
+                }
+            }
             if (registry.available(r, now) == 0) continue;
             const std::size_t before = parked_count(r);
             unpark(r, now);

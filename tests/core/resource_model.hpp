@@ -1,0 +1,595 @@
+#pragma once
+// The model behind resource_invariant_test.cpp: what the engine must have
+// done with resources (SPEC §8), bounds and overflow (SPEC §8), autoscaling
+// (SPEC §9) and its metrics window (SPEC §10), rebuilt only from the actions
+// the engine drained and the answers of the calls. The generator and the
+// TESTs are in the .cpp; this header holds the state, the action handlers
+// and the checks made after every call.
+#include "engine_harness.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace cronoq::core::test::resource_model {
+
+using S = TaskStatus;
+
+// SplitMix64: the test's own generator, the same sequence everywhere.
+class Random {
+public:
+    explicit Random(std::uint64_t seed) : state_(seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull) {}
+    std::uint64_t next() {
+        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+    bool chance(int percent) { return below(100) < static_cast<std::uint64_t>(percent); }
+    Duration between(Duration lo, Duration hi) {
+        return lo + Duration(static_cast<Duration::rep>(below(static_cast<std::uint64_t>((hi - lo).count()) + 1)));
+    }
+    template <class T, std::size_t N>
+    const T& pick(const std::array<T, N>& a) {
+        return a[below(N)];
+    }
+
+private:
+    std::uint64_t state_;
+};
+
+// The engine computes a bucket's level exactly from a reference point; the
+// model adds up refills in doubles. They differ by rounding only, far below
+// this.
+inline constexpr double token_slack = 1e-6;
+
+// The metrics window of the engine under test, and its slices (the engine
+// keeps six; sliding_window.hpp).
+inline constexpr Duration metrics_window = std::chrono::seconds(12);
+inline constexpr Duration metrics_slice = metrics_window / 6;
+
+struct ResourceState {
+    Resource decl;
+    std::uint32_t held = 0;  // semaphore: units of the Running tasks
+    double level = 0;        // bucket: tokens at `last`
+    double rate = 0;         // bucket: as set_rate left it
+    Time last{};
+    // A Ready task needing this resource ended (cancelled, shed) since its
+    // units last came back: what it held back may still be parked (the
+    // lenient check, see Model::strict).
+    bool waiter_left = false;
+
+    bool bucket() const { return decl.kind == Resource::Kind::TokenBucket; }
+    // A bucket refills continuously up to its burst (resource.hpp).
+    void advance(Time now) {
+        if (bucket() && now > last) level = std::min<double>(decl.burst, level + rate * to_seconds(now - last));
+        last = std::max(last, now);
+    }
+    double free_units() const { return bucket() ? level : static_cast<double>(decl.permits) - held; }
+    // Whether `n` units might not be there now: the slack leans towards
+    // "short", so that rounding never makes a legitimate wait look wrong.
+    bool maybe_short(std::uint32_t n) const { return free_units() < n + (bucket() ? token_slack : 0.0); }
+};
+
+struct Need {
+    std::size_t resource = 0;
+    std::uint32_t amount = 0;
+};
+
+struct TaskModel {
+    TaskId id;
+    PoolId pool = 0;
+    Priority priority = Priority::Normal;
+    std::vector<Need> needs;  // summed per resource, zero amounts dropped (docs)
+    S state = S::Ready;
+    std::uint32_t attempts = 0;
+    std::uint32_t max_attempts = 1;
+    Duration backoff{};  // the pool's fixed retry delay
+    std::optional<Duration> timeout;
+    LeaseId lease{};
+    Time ready_since{};
+    Time attempt_start{};
+    Time retry_since{};
+    int terminal_events = 0;
+};
+
+// What the engine counts in its metrics window, per pool.
+enum Counted : std::size_t { kDispatched, kSucceeded, kFailed, kDeadLettered, kRetried, kShed, kRunEnded, kCounted };
+
+struct PoolModel {
+    PoolConfig config;
+    std::size_t capacity = 0;
+    std::size_t running = 0;
+    bool full = false;    // a Full was answered: a SpaceAvailable is owed once there is room
+    Time last_change{};   // the autoscaling policy's last change (cooldown)
+    PoolCounters expect;  // the cumulative counters the engine must show
+    std::map<std::int64_t, std::array<std::uint64_t, kCounted>> periods;  // by metrics slice
+    // The pool as the autoscaler saw it in the current call (see process).
+    std::size_t eval_capacity = 0;
+    std::size_t eval_running = 0;
+    std::array<std::size_t, priority_count> eval_ready{};
+};
+
+// Every call of the user scaler, as it saw it.
+struct ScalerLog {
+    struct Call {
+        ScalerInput input;
+        std::size_t answer = 0;
+        bool threw = false;
+    };
+    std::vector<Call> calls;
+};
+
+// A user policy (scaler.hpp): a fixed answer when the pool is idle (so that
+// it can sleep), now and then a throw (the capacity must stay) or an answer
+// beyond max (it must be clamped), else busy + half the backlog.
+inline std::function<std::size_t(const ScalerInput&)> user_scaler(std::shared_ptr<ScalerLog> log) {
+    return [log](const ScalerInput& in) -> std::size_t {
+        const std::size_t pending = std::accumulate(in.pending.begin(), in.pending.end(), std::size_t{0});
+        ScalerLog::Call call{in, 0, false};
+        const std::size_t n = log->calls.size() + 1;
+        if (pending == 0 && in.busy == 0)
+            call.answer = in.min;
+        else if (n % 11 == 0)
+            call.threw = true;
+        else if (n % 7 == 0)
+            call.answer = in.max + 50;
+        else
+            call.answer = in.busy + (pending + 1) / 2;
+        log->calls.push_back(call);
+        if (call.threw) throw std::runtime_error("user scaler failure");
+        return call.answer;
+    };
+}
+
+struct Op {
+    enum class Kind { Submit, Complete, DeadComplete, Cancel, SetCapacity, SetRate, Tick, Shutdown };
+    Kind kind = Kind::Tick;
+    TaskId task{};
+    LeaseId lease{};
+    Outcome outcome{};
+    std::optional<PoolId> pool;  // set_capacity: the pool it changed
+    bool silent = false;         // the call must emit no action
+};
+
+// What a run exercised, so that a generator that stops reaching a feature
+// is noticed.
+struct Coverage {
+    std::map<SubmitError, std::uint64_t> rejected;
+    std::uint64_t accepted = 0, shed_lowest = 0, shed_oldest = 0, space = 0, waited_on_resource = 0;
+    std::uint64_t scale_up = 0, scale_down = 0, scaler_calls = 0, scaler_throws = 0, zero_rate = 0, bad_rate = 0;
+    std::uint64_t timed_out = 0, two_resources = 0;
+};
+
+// The state the checks read, and the handlers that move it action by action.
+class Model {
+public:
+    std::uint64_t seed = 0;
+    std::vector<ResourceState> resources;
+    std::vector<PoolModel> pools;
+    std::vector<TaskModel> tasks;
+    std::unordered_map<std::uint64_t, std::size_t> by_id;
+    std::unordered_map<std::uint64_t, std::size_t> live_leases;
+    std::unordered_set<std::uint64_t> all_leases;
+    std::vector<LeaseId> dead_leases;
+    std::vector<std::size_t> live;
+    Bounds global_bounds{};
+    std::shared_ptr<ScalerLog> scaler_log = std::make_shared<ScalerLog>();
+    std::size_t scaler_seen = 0;  // calls of the log already checked
+    std::optional<PoolId> user_pool;
+    bool shutting_down = false;
+    Time grace_end = Time::max();
+    Time now{};
+    Coverage cov;
+    // Set by the Sim before a submit: the spec, and the Ready tasks that
+    // the overflow policy may shed (empty: no shed may happen).
+    std::optional<TaskSpec> pending_spec;
+    std::set<std::size_t> victims;
+    bool shed_expected = false;
+    // Pools an action of the current call named (their stats() may change).
+    std::set<PoolId> touched;
+
+    std::size_t pending_of(PoolId p) const {
+        const PoolCounters c = counts(p);
+        return c.ready + c.retrying;
+    }
+    std::size_t pending_total() const {
+        std::size_t n = 0;
+        for (PoolId p = 0; p < pools.size(); ++p) n += pending_of(p);
+        return n;
+    }
+    // Room for one more task of pool p (bounds.hpp; engine.hpp submit).
+    bool has_room(PoolId p) const {
+        const Bounds& b = pools[p].config.bounds;
+        if (b.bounded() && pending_of(p) + 1 > b.max_pending) return false;
+        return !global_bounds.bounded() || pending_total() + 1 <= global_bounds.max_pending;
+    }
+
+    // Counts of the live tasks of a pool, by state, as the model has them.
+    PoolCounters counts(PoolId p) const {
+        PoolCounters c;
+        for (std::size_t idx : live) {
+            const TaskModel& t = tasks[idx];
+            if (t.pool != p) continue;
+            if (t.state == S::Ready) {
+                ++c.ready;
+                ++c.ready_by_class[index_of(t.priority)];
+            }
+            if (t.state == S::Retrying) ++c.retrying;
+            if (t.state == S::Running) ++c.running;
+        }
+        return c;
+    }
+
+    // ---- actions ----------------------------------------------------------------------------------
+
+    /// Moves the model through one call's actions, in order.
+    void process(const Op& op, const std::vector<Action>& actions) {
+        if (op.silent) {
+            ASSERT_TRUE(actions.empty()) << "a call that must change nothing emitted " << actions.size()
+                                         << " action(s)";
+        }
+        for (ResourceState& r : resources) r.advance(now);
+        std::vector<std::pair<PoolId, std::size_t>> scaled;  // default-policy ScaleTo: pool, capacity before
+        bool evaluated = false;
+        bool shed_seen = false;
+        for (std::size_t i = 0; i < actions.size(); ++i) {
+            const Action& a = actions[i];
+            std::visit([this](const auto& x) {
+                if constexpr (requires { x.pool; }) touched.insert(x.pool);
+            }, a);
+            // The engine evaluates autoscalers after the call's own effects
+            // and before it dispatches (engine_state.hpp settle): the first
+            // ScaleTo, Dispatch, SpaceAvailable or Forget marks that point.
+            if (!evaluated && !std::holds_alternative<Status>(a) && !std::holds_alternative<Abort>(a)) {
+                snapshot_for_scaler();
+                evaluated = true;
+            }
+            if (const auto* d = std::get_if<Dispatch>(&a)) {
+                ASSERT_LT(i + 1, actions.size()) << "Dispatch without its Status Running";
+                const auto* st = std::get_if<Status>(&actions[i + 1]);
+                ASSERT_TRUE(st && st->task == d->task && st->status == S::Running && st->attempt == d->attempt &&
+                            st->pool == d->pool && st->at == now)
+                    << "Dispatch of task " << d->task.value << " not followed by its Status Running";
+                on_dispatch(*d);
+                ++i;
+            } else if (const auto* ab = std::get_if<Abort>(&a)) {
+                ASSERT_LT(i + 1, actions.size()) << "Abort without a Status";
+                const auto* st = std::get_if<Status>(&actions[i + 1]);
+                ASSERT_TRUE(st && st->task == ab->task) << "Abort not followed by the task's Status";
+                on_abort(*ab, op);
+                if (::testing::Test::HasFatalFailure()) return;
+                on_status(*st, op, ab->reason, shed_seen);
+                ++i;
+            } else if (const auto* st = std::get_if<Status>(&a)) {
+                on_status(*st, op, std::nullopt, shed_seen);
+            } else if (const auto* sc = std::get_if<ScaleTo>(&a)) {
+                on_scale(*sc, scaled);
+            } else if (const auto* sp = std::get_if<SpaceAvailable>(&a)) {
+                ASSERT_LT(sp->pool, pools.size());
+                ASSERT_TRUE(pools[sp->pool].full) << "SpaceAvailable for pool " << sp->pool << " without a Full before";
+                ASSERT_TRUE(has_room(sp->pool)) << "SpaceAvailable for pool " << sp->pool << " with no room";
+                pools[sp->pool].full = false;
+                ++cov.space;
+            } else if (const auto* fg = std::get_if<Forget>(&a)) {
+                const auto it = by_id.find(fg->task.value);
+                ASSERT_NE(it, by_id.end()) << "Forget of an unknown task";
+                ASSERT_TRUE(is_terminal(tasks[it->second].state)) << "Forget of a live task";
+            }
+            if (::testing::Test::HasFatalFailure()) return;
+        }
+        if (!evaluated) snapshot_for_scaler();
+        ASSERT_EQ(shed_seen, shed_expected) << (shed_expected ? "the overflow policy had to shed a victim"
+                                                              : "a task was shed that the policy may not shed");
+        shed_expected = false;  // predicted for one submit only
+        victims.clear();
+        std::erase_if(live, [this](std::size_t idx) { return is_terminal(tasks[idx].state); });
+        check_autoscaling(scaled);
+    }
+
+    void count(PoolId p, Counted what) {
+        ++pools[p].periods[period(now)][what];
+    }
+    static std::int64_t period(Time t) { return t.time_since_epoch().count() / metrics_slice.count(); }
+
+    void snapshot_for_scaler() {
+        for (PoolId p = 0; p < pools.size(); ++p) {
+            const PoolCounters c = counts(p);
+            pools[p].eval_capacity = pools[p].capacity;
+            pools[p].eval_running = c.running;
+            pools[p].eval_ready = c.ready_by_class;
+        }
+    }
+
+    void end_lease(TaskModel& t) {
+        for (const Need& n : t.needs)
+            if (!resources[n.resource].bucket()) {
+                resources[n.resource].held -= n.amount;  // tokens never come back
+                resources[n.resource].waiter_left = false;
+            }
+        live_leases.erase(t.lease.value);
+        dead_leases.push_back(t.lease);
+        t.lease = LeaseId{};
+        --pools[t.pool].running;
+        count(t.pool, kRunEnded);
+    }
+
+    void on_dispatch(const Dispatch& d) {
+        const auto it = by_id.find(d.task.value);
+        ASSERT_NE(it, by_id.end()) << "Dispatch of an unknown task";
+        TaskModel& t = tasks[it->second];
+        PoolModel& p = pools[t.pool];
+        ASSERT_EQ(t.state, S::Ready) << "Dispatch of a task that is " << to_string(t.state);
+        ASSERT_EQ(d.pool, t.pool);
+        ASSERT_FALSE(shutting_down) << "Dispatch during shutdown";
+        ASSERT_LT(p.running, p.capacity) << "Dispatch while running >= capacity";
+        ASSERT_TRUE(d.lease) << "lease 0";
+        ASSERT_TRUE(all_leases.insert(d.lease.value).second) << "lease " << d.lease.value << " reused";
+        ASSERT_EQ(d.attempt, t.attempts + 1);
+        // SPEC §8: all of its resources, at once. A semaphore never has
+        // more holders' units than permits; a bucket never hands out a
+        // token it does not hold (so, summed over a run, never more than
+        // burst + the integral of its rate).
+        for (const Need& n : t.needs) {
+            ResourceState& r = resources[n.resource];
+            if (r.bucket()) {
+                r.level -= n.amount;
+                ASSERT_GE(r.level, -token_slack) << "bucket \"" << r.decl.name << "\" handed out " << n.amount
+                                                 << " token(s) it did not hold (level now " << r.level << ")";
+            } else {
+                r.held += n.amount;
+                ASSERT_LE(r.held, r.decl.permits)
+                    << "semaphore \"" << r.decl.name << "\" has " << r.held << " units held, permits "
+                    << r.decl.permits;
+            }
+        }
+        ++t.attempts;
+        t.state = S::Running;
+        t.lease = d.lease;
+        t.attempt_start = now;
+        ++p.running;
+        ++p.expect.dispatched;
+        live_leases[d.lease.value] = it->second;
+        count(t.pool, kDispatched);
+    }
+
+    void on_abort(const Abort& ab, const Op& op) {
+        const auto it = live_leases.find(ab.lease.value);
+        ASSERT_NE(it, live_leases.end()) << "Abort of a lease that is not live";
+        TaskModel& t = tasks[it->second];
+        ASSERT_EQ(t.id, ab.task);
+        ASSERT_EQ(t.pool, ab.pool);
+        switch (ab.reason) {
+            case AbortReason::Timeout:
+                ASSERT_EQ(op.kind, Op::Kind::Tick) << "timeout outside a tick (time only moves through ticks)";
+                ASSERT_TRUE(t.timeout && now >= t.attempt_start + *t.timeout) << "aborted before its timeout";
+                ++pools[t.pool].expect.timed_out;
+                ++cov.timed_out;
+                break;
+            case AbortReason::Cancelled:
+                ASSERT_TRUE(op.kind == Op::Kind::Cancel && op.task == t.id) << "aborted a task that was not cancelled";
+                break;
+            case AbortReason::Shutdown:
+                ASSERT_TRUE(shutting_down && now >= grace_end) << "aborted for shutdown before the grace end";
+                break;
+            case AbortReason::LeaseExpired: FAIL() << "lease expiry without a lease_ttl";
+        }
+    }
+
+    void on_status(const Status& st, const Op& op, std::optional<AbortReason> abort, bool& shed_seen) {
+        ASSERT_EQ(st.at, now);
+        const auto it = by_id.find(st.task.value);
+        if (it == by_id.end()) return admit(st, op);
+        TaskModel& t = tasks[it->second];
+        ASSERT_EQ(t.terminal_events, 0) << "Status " << to_string(st.status) << " after the terminal "
+                                        << to_string(t.state);
+        ASSERT_EQ(st.pool, t.pool);
+        ASSERT_EQ(st.attempt, t.attempts);
+        PoolModel& p = pools[t.pool];
+        const bool running = t.state == S::Running;
+        const bool by_complete = op.kind == Op::Kind::Complete && running && op.lease == t.lease;
+        const bool retryable_end =
+            abort == AbortReason::Timeout || (by_complete && op.outcome.kind == Outcome::Kind::Retryable);
+        switch (st.status) {
+            case S::Ready:
+                ASSERT_EQ(t.state, S::Retrying) << "Ready from " << to_string(t.state);
+                ASSERT_GE(now - t.retry_since, t.backoff) << "left its backoff early";
+                t.ready_since = now;
+                break;
+            case S::Retrying:
+                ASSERT_TRUE(running && retryable_end) << "Retrying without a retryable end of its attempt";
+                ASSERT_FALSE(shutting_down) << "retried during shutdown";
+                ASSERT_LT(t.attempts, t.max_attempts) << "retried past max_attempts";
+                t.retry_since = now;
+                ++p.expect.retried;
+                count(t.pool, kRetried);
+                break;
+            case S::Succeeded:
+                ASSERT_TRUE(by_complete && op.outcome.kind == Outcome::Kind::Success) << "Succeeded without a success";
+                ++p.expect.succeeded;
+                count(t.pool, kSucceeded);
+                break;
+            case S::Failed:
+                ASSERT_TRUE(by_complete && op.outcome.kind == Outcome::Kind::Permanent)
+                    << "Failed without a permanent failure";
+                ++p.expect.failed;
+                count(t.pool, kFailed);
+                break;
+            case S::DeadLettered:
+                ASSERT_TRUE(running && retryable_end && !shutting_down && t.attempts >= t.max_attempts)
+                    << "DeadLettered without a retryable end of the last attempt";
+                ++p.expect.dead_lettered;
+                count(t.pool, kDeadLettered);
+                break;
+            case S::Cancelled: {
+                const bool by_cancel = op.kind == Op::Kind::Cancel && op.task == t.id;
+                const bool ok = running ? (abort == AbortReason::Cancelled || abort == AbortReason::Shutdown ||
+                                           (retryable_end && shutting_down) ||
+                                           (by_complete && op.outcome.kind == Outcome::Kind::Cancelled))
+                                        : (by_cancel || op.kind == Op::Kind::Shutdown);
+                ASSERT_TRUE(ok) << "a " << to_string(t.state)
+                                << " task Cancelled without cancel, shutdown or a cancelled outcome";
+                ++p.expect.cancelled;
+                break;
+            }
+            case S::Shed:
+                // SPEC §8: evicted by the submit that needed room, and the
+                // victim is the one the policy names (see Sim::predict).
+                ASSERT_EQ(op.kind, Op::Kind::Submit) << "Shed outside a submit";
+                ASSERT_FALSE(shed_seen) << "one submit shed two tasks";
+                ASSERT_TRUE(victims.count(it->second)) << "shed task " << t.id.value << " ("
+                                                       << to_string(t.priority) << ", ready at "
+                                                       << to_seconds(t.ready_since - t0) << " s, state "
+                                                       << to_string(t.state) << ") is not the policy's victim";
+                shed_seen = true;
+                ++p.expect.shed;
+                count(t.pool, kShed);
+                break;
+            default: FAIL() << "unexpected status " << to_string(st.status);
+        }
+        if (running && st.status != S::Running && t.lease) end_lease(t);
+        if (t.state == S::Ready && is_terminal(st.status))
+            for (const Need& n : t.needs) resources[n.resource].waiter_left = true;
+        t.state = st.status;
+        if (is_terminal(st.status)) ++t.terminal_events;
+    }
+
+    // The first Status of a task: the submit of this call admitted it.
+    void admit(const Status& st, const Op& op) {
+        ASSERT_EQ(op.kind, Op::Kind::Submit) << "Status of an unknown task";
+        ASSERT_EQ(st.task, op.task) << "Status of a task this submit did not admit";
+        ASSERT_EQ(st.status, S::Ready);
+        ASSERT_EQ(st.attempt, 0u);
+        ASSERT_TRUE(pending_spec.has_value());
+        const TaskSpec& spec = *pending_spec;
+        ASSERT_EQ(st.pool, spec.pool);
+        TaskModel t;
+        t.id = st.task;
+        t.pool = spec.pool;
+        t.priority = spec.priority;
+        t.needs = needs_of(spec);
+        const RetryPolicy& retry = pools[spec.pool].config.retry;
+        t.max_attempts = retry.max_attempts;
+        t.backoff = retry.initial_backoff;
+        t.timeout = spec.timeout ? spec.timeout : pools[spec.pool].config.default_timeout;
+        t.ready_since = now;
+        by_id[t.id.value] = tasks.size();
+        live.push_back(tasks.size());
+        tasks.push_back(std::move(t));
+        ++pools[spec.pool].expect.submitted;
+        ++cov.accepted;
+    }
+
+    // The docs' resolution: requests naming one resource are summed, zero
+    // amounts dropped. Precondition: every name is declared.
+    std::vector<Need> needs_of(const TaskSpec& spec) const {
+        std::vector<Need> out;
+        for (const ResourceUse& use : spec.resources) {
+            if (use.amount == 0) continue;
+            std::size_t r = 0;
+            while (resources[r].decl.name != use.name) ++r;
+            auto same = std::find_if(out.begin(), out.end(), [r](const Need& n) { return n.resource == r; });
+            if (same == out.end())
+                out.push_back(Need{r, use.amount});
+            else
+                same->amount += use.amount;
+        }
+        return out;
+    }
+
+    // SPEC §9 and autoscale.hpp, for the policy that emitted a ScaleTo.
+    void on_scale(const ScaleTo& sc, std::vector<std::pair<PoolId, std::size_t>>& scaled) {
+        ASSERT_LT(sc.pool, pools.size());
+        PoolModel& p = pools[sc.pool];
+        ASSERT_TRUE(p.config.autoscale.has_value()) << "ScaleTo for pool " << sc.pool << ", which does not autoscale";
+        const std::size_t c = p.capacity, n = sc.capacity;
+        ASSERT_NE(n, c) << "ScaleTo to the capacity the pool already has";
+        ASSERT_GE(n, p.config.min_workers) << "ScaleTo below min_workers";
+        ASSERT_LE(n, p.config.max_workers) << "ScaleTo above max_workers";
+        if (n > c)
+            ++cov.scale_up;
+        else
+            ++cov.scale_down;
+        if (sc.pool != user_pool) {
+            const AutoscaleConfig& a = *p.config.autoscale;
+            if (n > c) {
+                // Step up at most max(floor(ratio x capacity), abs), unless
+                // it only brings the pool up to its floor.
+                const auto by_ratio =
+                    static_cast<std::size_t>(std::floor(a.max_step_up_ratio * static_cast<double>(c)));
+                ASSERT_LE(n, std::max(c + std::max(by_ratio, a.max_step_up_abs), p.config.min_workers))
+                    << "step up from " << c << " beyond max(ratio x capacity, abs)";
+            } else if (c <= p.config.max_workers) {
+                ASSERT_LE(c - n, a.max_step_down) << "step down from " << c << " by more than max_step_down";
+                ASSERT_GE(now - p.last_change, a.cooldown)
+                    << "step down " << to_seconds(now - p.last_change)
+                    << " s after the previous change, within cooldown";
+            } else {
+                ASSERT_EQ(n, p.config.max_workers) << "a capacity above max is brought to max";
+            }
+            scaled.emplace_back(sc.pool, c);
+        }
+        p.capacity = n;
+        p.last_change = now;
+    }
+
+    // After the call's ScaleTo actions: the default policy never scaled up
+    // past, nor down below, the desired value of that evaluation (which
+    // counters() shows); the user scaler was called at most once, shown
+    // the pool as it was, and its answer clamped and applied as is
+    // (scaler.hpp).
+    void check_autoscaling(const std::vector<std::pair<PoolId, std::size_t>>& scaled) {
+        for (const auto& [pool, before] : scaled) {
+            const std::size_t desired = engine_desired(pool);
+            const std::size_t n = pools[pool].capacity;
+            if (n > before) {
+                ASSERT_LE(n, desired) << "pool " << pool << " scaled up past its desired capacity";
+            } else {
+                ASSERT_GE(n, desired) << "pool " << pool << " scaled down below its desired capacity";
+            }
+        }
+        const auto& calls = scaler_log->calls;
+        if (!user_pool) return;
+        ASSERT_LE(calls.size() - scaler_seen, 1u) << "the user scaler was called twice in one call";
+        const PoolModel& p = pools[*user_pool];
+        if (calls.size() == scaler_seen) {
+            ASSERT_EQ(p.capacity, p.eval_capacity) << "the user pool was scaled without asking its scaler";
+            return;
+        }
+        const ScalerLog::Call& call = calls.back();
+        scaler_seen = calls.size();
+        ++cov.scaler_calls;
+        cov.scaler_throws += call.threw ? 1 : 0;
+        const ScalerInput& in = call.input;
+        ASSERT_EQ(in.now, now.time_since_epoch());
+        ASSERT_EQ(in.capacity, p.eval_capacity);
+        ASSERT_EQ(in.busy, p.eval_running);
+        ASSERT_EQ(in.pending, p.eval_ready) << "the scaler saw other pending counts than the model";
+        ASSERT_EQ(in.min, p.config.min_workers);
+        ASSERT_EQ(in.max, p.config.max_workers);
+        // A throw has no opinion: the capacity stays, except that one set
+        // from outside beyond [min, max] is brought to the bound.
+        const std::size_t wanted = call.threw ? p.eval_capacity : call.answer;
+        const std::size_t target = std::clamp(wanted, p.config.min_workers, p.config.max_workers);
+        ASSERT_EQ(p.capacity, target) << "the user scaler answered "
+                                      << (call.threw ? "by throwing" : std::to_string(call.answer)) << " at capacity "
+                                      << p.eval_capacity;
+        ASSERT_EQ(engine_desired(*user_pool), target);
+    }
+
+    virtual const Engine& engine() const = 0;
+    std::size_t engine_desired(PoolId pool) const { return engine().counters(pool).desired; }
+    virtual ~Model() = default;
+};
+
+}  // namespace cronoq::core::test::resource_model
