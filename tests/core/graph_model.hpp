@@ -5,6 +5,7 @@
 // checks made after every call are in graph_checks.hpp; the generator and
 // the TESTs in the .cpp, which lists the invariants.
 #include "engine_harness.hpp"
+#include "random_calls.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,46 +26,9 @@ using K = Dep::Kind;
 constexpr std::array<std::uint64_t, 5> default_seeds{101, 102, 103, 104, 105};
 constexpr int default_steps = 2500;
 
-inline std::vector<std::uint64_t> seeds() {
-    if (const char* env = std::getenv("CRONOQ_SEED"); env && *env) return {std::strtoull(env, nullptr, 10)};
-    return {default_seeds.begin(), default_seeds.end()};
-}
-
-inline int steps() {
-    if (const char* env = std::getenv("CRONOQ_STEPS"); env && *env) return std::atoi(env);
-    return default_steps;
-}
-
-// The fixed seeds at full length: what the coverage checks are tuned for
-// (a short run, or some other seed, may miss a rare feature).
-inline bool default_run() {
-    const char* seed = std::getenv("CRONOQ_SEED");
-    return !(seed && *seed) && steps() >= default_steps;
-}
-
-// SplitMix64: the test's own generator, the same sequence everywhere.
-class Random {
-public:
-    explicit Random(std::uint64_t seed) : state_(seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull) {}
-    std::uint64_t next() {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-    bool chance(int percent) { return below(100) < static_cast<std::uint64_t>(percent); }
-    Duration between(Duration lo, Duration hi) {
-        return lo + Duration(static_cast<Duration::rep>(below(static_cast<std::uint64_t>((hi - lo).count()) + 1)));
-    }
-    template <class T, std::size_t N>
-    const T& pick(const std::array<T, N>& a) {
-        return a[below(N)];
-    }
-
-private:
-    std::uint64_t state_;
-};
+inline std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
+inline int steps() { return steps_or(default_steps); }
+inline bool default_run() { return test::default_run(default_steps); }
 
 // SPEC §7, written out here rather than taken from dep_met, so that the
 // engine's helper is checked too.

@@ -25,6 +25,7 @@
 // Seeds: a fixed list; CRONOQ_SEED=<n> runs that seed instead,
 // CRONOQ_STEPS=<n> changes the number of calls per seed.
 #include "engine_harness.hpp"
+#include "random_calls.hpp"
 
 #include <algorithm>
 #include <array>
@@ -42,36 +43,9 @@ using S = TaskStatus;
 constexpr std::array<std::uint64_t, 5> default_seeds{1, 2, 3, 4, 5};
 constexpr int default_steps = 3000;
 
-std::vector<std::uint64_t> seeds() {
-    if (const char* env = std::getenv("CRONOQ_SEED"); env && *env)
-        return {std::strtoull(env, nullptr, 10)};
-    return {default_seeds.begin(), default_seeds.end()};
-}
+std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
+int steps() { return steps_or(default_steps); }
 
-int steps() {
-    if (const char* env = std::getenv("CRONOQ_STEPS"); env && *env) return std::atoi(env);
-    return default_steps;
-}
-
-// SplitMix64: the test's own generator, the same sequence everywhere.
-class Random {
-public:
-    explicit Random(std::uint64_t seed) : state_(seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull) {}
-    std::uint64_t next() {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-    bool chance(int percent) { return below(100) < static_cast<std::uint64_t>(percent); }
-    Duration between(Duration lo, Duration hi) {
-        return lo + Duration(static_cast<Duration::rep>(below(static_cast<std::uint64_t>((hi - lo).count()) + 1)));
-    }
-
-private:
-    std::uint64_t state_;
-};
 
 // SPEC §5: the un-jittered delay before attempt n (n >= 2).
 Duration backoff_ceiling(const RetryPolicy& p, std::uint32_t attempt) {

@@ -69,15 +69,8 @@ namespace {
 constexpr std::array<std::uint64_t, 5> default_seeds{201, 202, 203, 204, 205};
 constexpr int default_steps = 3000;
 
-std::vector<std::uint64_t> seeds() {
-    if (const char* env = std::getenv("CRONOQ_SEED"); env && *env) return {std::strtoull(env, nullptr, 10)};
-    return {default_seeds.begin(), default_seeds.end()};
-}
-
-int steps() {
-    if (const char* env = std::getenv("CRONOQ_STEPS"); env && *env) return std::atoi(env);
-    return default_steps;
-}
+std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
+int steps() { return steps_or(default_steps); }
 
 const char* op_name(Op::Kind k) {
     switch (k) {
@@ -93,11 +86,7 @@ const char* op_name(Op::Kind k) {
     return "?";
 }
 
-// The fixed seeds at full length: what the coverage checks are tuned for.
-bool default_run() {
-    const char* seed = std::getenv("CRONOQ_SEED");
-    return !(seed && *seed) && steps() >= default_steps;
-}
+bool default_run() { return test::default_run(default_steps); }
 
 class Sim : public Checked {
 public:

@@ -6,6 +6,7 @@
 // TESTs are in the .cpp; this header holds the state, the action handlers
 // and the checks made after every call.
 #include "engine_harness.hpp"
+#include "random_calls.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,29 +25,6 @@ namespace cronoq::core::test::resource_model {
 
 using S = TaskStatus;
 
-// SplitMix64: the test's own generator, the same sequence everywhere.
-class Random {
-public:
-    explicit Random(std::uint64_t seed) : state_(seed * 0x2545F4914F6CDD1Dull + 0x9E3779B97F4A7C15ull) {}
-    std::uint64_t next() {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
-    bool chance(int percent) { return below(100) < static_cast<std::uint64_t>(percent); }
-    Duration between(Duration lo, Duration hi) {
-        return lo + Duration(static_cast<Duration::rep>(below(static_cast<std::uint64_t>((hi - lo).count()) + 1)));
-    }
-    template <class T, std::size_t N>
-    const T& pick(const std::array<T, N>& a) {
-        return a[below(N)];
-    }
-
-private:
-    std::uint64_t state_;
-};
 
 // The engine computes a bucket's level exactly from a reference point; the
 // model adds up refills in doubles. They differ by rounding only, far below
