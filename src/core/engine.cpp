@@ -259,9 +259,7 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
     out.scheduled = c.scheduled;
     out.retrying = c.retrying;
     const std::size_t free = p.capacity > c.running ? p.capacity - c.running : 0;
-    for (auto it = p.held_starts.upper_bound(now);
-         it != p.held_starts.end() && *it <= later(now, p.config.max_hold) && out.held < free; ++it)
-        ++out.held;
+    out.held = p.held_between(now, later(later(now, p.config.max_hold), Duration(1)), free);  // up to max_hold inclusive
     detail::MetricsSlice m;
     p.metrics.total(now, c.running, p.capacity, m);
     out.dispatched = m.dispatched;

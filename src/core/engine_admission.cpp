@@ -70,14 +70,6 @@ std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::
     return std::nullopt;
 }
 
-Duration Engine::State::expected_duration(const TaskSpec& spec) const {
-    if (spec.duration_hint) return *spec.duration_hint;
-    const PoolState& p = pools[spec.pool];
-    if (spec.kind < p.run_times.size() && p.run_times[spec.kind].seen)
-        return Duration(static_cast<Duration::rep>(p.run_times[spec.kind].nanos));
-    return p.config.default_duration;
-}
-
 SubmitResult<std::vector<TaskId>> Engine::State::admit(std::span<const TaskSpec> specs, Time now) {
     if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
     const std::size_t n = specs.size();

@@ -237,9 +237,10 @@ struct SchedulerCore::State {
 
     // The handle of `id`: the record of a task the engine just admitted, or
     // the existing one of the task holding the key.
-    std::shared_ptr<HandleState> record(TaskId id, TaskRequest&& r, std::chrono::system_clock::time_point wall) {
+    std::shared_ptr<HandleState> record(TaskId id, core::PoolId pool_id, TaskRequest&& r,
+                                        std::chrono::system_clock::time_point wall) {
         if (auto held = tasks.find(id); held != tasks.end()) return held->second.handle;
-        const PoolRuntime& pool = pools[pool_of(r)];
+        const PoolRuntime& pool = pools[pool_id];
         auto info = std::make_shared<TaskInfo>();
         info->id = id;
         info->pool = &pool.def.engine.name;
@@ -262,8 +263,6 @@ struct SchedulerCore::State {
         return handle;
     }
 
-    std::size_t pool_of(const TaskRequest& r) const { return r.pool ? *engine.find_pool(*r.pool) : 0; }
-
     // Consumes `r` only when it is admitted, so that a waiting submitter can
     // try again with it.
     SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r) {
@@ -275,7 +274,7 @@ struct SchedulerCore::State {
         if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
         auto id = engine.submit(spec, now);
         if (!id) return {id.error(), id.message()};
-        auto handle = record(id.value(), std::move(r), wall);
+        auto handle = record(id.value(), spec.pool, std::move(r), wall);
         apply(now);
         return handle;
     }
@@ -509,7 +508,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     if (!ids) return {ids.error(), ids.message()};
     std::vector<std::shared_ptr<HandleState>> handles;
     handles.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) handles.push_back(s.record(ids.value()[i], std::move(requests[i]), wall));
+    for (std::size_t i = 0; i < requests.size(); ++i) handles.push_back(s.record(ids.value()[i], specs[i].pool, std::move(requests[i]), wall));
     s.apply(now);
     return handles;
 }

@@ -1,0 +1,175 @@
+#pragma once
+// The engine's private data types: task slots, their side records, timers
+// and the state of a pool. Transitions over them are in engine_state.hpp.
+#include <cronoq/config_error.hpp>
+#include <cronoq/core/engine.hpp>
+
+#include "autoscaler.hpp"
+#include "pool_metrics.hpp"
+#include "ready_queue.hpp"
+#include "reservations.hpp"
+#include "ring.hpp"
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cronoq::core {
+
+inline constexpr Time never = Time::max();
+inline constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+
+// Ids come from process-wide counters so that they are unique across every
+// engine in the process, as the public contract promises.
+inline std::atomic<std::uint64_t> next_task_id{1};
+inline std::atomic<std::uint64_t> next_lease_id{1};
+
+
+// `now + d` for d >= 0, saturating: a time past the end of the axis is
+// `never` (e.g. a timeout of Duration::max() means no timeout) instead of a
+// signed overflow that wraps into the past and fires at once.
+inline Time later(Time now, Duration d) {
+    if (now.time_since_epoch().count() > 0 && d > never - now) return never;
+    return now + d;
+}
+
+// Exponentially weighted mean run time of a (pool, kind); the first sample
+// sets it.
+struct RunTimeMean {
+    double nanos = 0;
+    bool seen = false;
+    void add(Duration d) {
+        const auto x = static_cast<double>(d.count());
+        nanos = seen ? nanos + 0.2 * (x - nanos) : x;
+        seen = true;
+    }
+};
+
+struct TaskSlot {
+    TaskId id;                 // 0 while the slot is free
+    LeaseId lease;             // live lease while Running
+    Time ready_since{};        // aging origin
+    Time latest_start{};       // with a deadline
+    Time deadline{};
+    Time attempt_started{};
+    Time attempt_deadline = never;  // timeout of the running attempt
+    Time lease_expiry = never;      // last heartbeat + lease_ttl
+    Duration timeout{};        // 0: none
+    Duration duration_hint{};  // 0: none
+    RetryPolicy retry;
+    std::string message;       // last error
+    const std::string* key = nullptr;  // idempotency key: the one in State::keys (nodes are stable)
+    PoolId pool = 0;
+    KindId kind = 0;
+    std::uint32_t attempt = 0;
+    std::uint32_t gen = 0;     // bumped on every transition: stale queue and timer entries
+    Priority priority = Priority::Normal;
+    TaskStatus status = TaskStatus::Ready;
+    bool has_deadline = false;
+    bool has_start = false;    // its StartInfo is in State::starts until it ends
+    bool has_needs = false;    // its resource needs are in State::needs until it ends
+    bool holds_resources = false;  // the running attempt holds them
+    // Ready tasks of a (pool, class) in the order they became ready, for
+    // shedding: only in pools that may shed.
+    std::uint32_t older = no_slot;
+    std::uint32_t newer = no_slot;
+};
+
+// A fixed-start task's start, kept beside its slot (few tasks have one).
+struct StartInfo {
+    Time start;
+    Time reserved_until;  // end of its reservation
+    Duration tolerance;
+    MissPolicy on_miss;
+};
+
+// A terminal task: all that status lookups need, so that its big slot is
+// reused at once (hot in cache) while the task stays visible.
+struct RetainedTask {
+    TaskId id;
+    Time finished_at;
+    PoolId pool;
+    TaskStatus status;
+    const std::string* key;  // into State::keys; released when the task is forgotten
+};
+
+// `by_task` maps an id to its slot, or, with this bit set, to the sequence
+// number (mod 2^31) of its RetainedTask.
+inline constexpr std::uint32_t retained_bit = 0x80000000u;
+
+enum class TimerKind : std::uint8_t {
+    Attempt,        // timeout or lease expiry of a running attempt
+    RetryDone,      // end of a backoff
+    ShutdownGrace,  // end of the shutdown grace
+    Start,          // a fixed start is due
+    MissCheck,      // a due fixed start not dispatched within its tolerance
+    AwaitExpiry,    // an awaited dependency key did not appear in time
+    Refill,         // a token bucket has tokens for its parked tasks (slot: the resource)
+    Autoscale,      // a pool's autoscaler is due (slot: the pool); settle() evaluates it
+    Horizon,        // a reservation enters a pool's reservation_horizon: wake its autoscaler
+};
+
+struct Timer {
+    Time at;
+    std::uint32_t slot;
+    std::uint32_t gen;
+    TimerKind kind;
+    // Min-heap order for std::push_heap.
+    friend bool operator<(const Timer& a, const Timer& b) { return a.at > b.at; }
+};
+
+struct PoolState {
+    explicit PoolState(Duration metrics_window) : metrics(metrics_window) {}
+    PoolConfig config;
+    detail::PoolMetrics metrics;
+    std::size_t capacity = 0;
+    PoolCounters counters;
+    detail::ReadyQueue queue;
+    detail::Ring<detail::QueueRef> due_starts;  // fixed starts that are due: dispatched first
+    detail::Reservations reservations;
+    std::multiset<Time> held_starts;  // starts of Scheduled tasks: what holds keep slots for
+    std::array<std::uint32_t, priority_count> oldest_ready{no_slot, no_slot, no_slot, no_slot};
+    std::array<std::uint32_t, priority_count> newest_ready{no_slot, no_slot, no_slot, no_slot};
+    // Made at the first call that needs it, so that its clock starts at a
+    // real `now` (the engine learns time only from calls).
+    std::optional<detail::Autoscaler> autoscaler;
+    std::optional<AutoscaleConfig> autoscale_config;
+    detail::ScalerFn custom_scaler;
+    Time autoscale_armed = never;  // the Autoscale timer in the heap
+    bool may_shed = false;  // keeps the lists above
+    bool full = false;      // a submit got Full: SpaceAvailable once there is room
+    std::vector<RunTimeMean> run_times;  // by kind
+    bool dirty = false;                  // may dispatch
+
+    /// Expected run time of a task of `kind`: its hint, else the learned
+    /// mean of the kind, else the pool's default.
+    Duration expected_duration(KindId kind, Duration hint) const {
+        if (hint.count() > 0) return hint;
+        if (kind < run_times.size() && run_times[kind].seen)
+            return Duration(static_cast<Duration::rep>(run_times[kind].nanos));
+        return config.default_duration;
+    }
+
+    /// Starts of Scheduled tasks strictly after `now` and before `until`,
+    /// counting at most `cap`: the slots holds keep for them.
+    std::size_t held_between(Time now, Time until, std::size_t cap) const {
+        std::size_t held = 0;
+        for (auto it = held_starts.upper_bound(now); it != held_starts.end() && *it < until && held < cap; ++it) ++held;
+        return held;
+    }
+};
+
+inline std::string describe_pool(const PoolConfig& c) { return "pool \"" + c.name + "\": "; }
+
+inline void check_finite_nonneg(double v, const char* field) {
+    if (!std::isfinite(v) || v < 0) throw ConfigError(std::string(field) + " must be a finite number >= 0");
+}
+
+
+}  // namespace cronoq::core
