@@ -38,8 +38,12 @@ void Engine::State::start_due(std::uint32_t s, Time now) {
     if (late > start.tolerance && start.on_miss != MissPolicy::RunLate) return miss_start(s, now);
     make_ready(s, now, true);
     // Still within the tolerance: if no slot frees by its end, it is missed.
-    if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance)
-        push_timer(later(start.start, start.tolerance + Duration(1)), s, t.gen, TimerKind::MissCheck);
+    // Saturating: a tolerance of Duration::max() never ends, so it arms
+    // nothing (its end + 1 ns used to wrap into the past and miss at once).
+    if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance) {
+        const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
+        if (miss_at != never) push_timer(miss_at, s, t.gen, TimerKind::MissCheck);
+    }
 }
 
 void Engine::State::miss_start(std::uint32_t s, Time now) {

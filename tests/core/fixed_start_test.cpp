@@ -161,6 +161,29 @@ TEST_F(Missed, ANoticedLateStartFollowsThePolicyAtOnce) {
     (void)busy;
 }
 
+TEST_F(Missed, ToleranceOfDurationMaxNeverEndsMissed) {
+    // Issue 13: the end of the tolerance + 1 ns overflowed into the past, so
+    // the miss check fired at once and the task ended Missed.
+    TaskSpec spec = at(pool, t0 + 5s);
+    spec.on_miss = MissPolicy::Skip;
+    spec.start_tolerance = Duration::max();
+    const TaskId task = h.submit(spec, t0);
+    h.tick(t0 + 5s);
+    EXPECT_EQ(h.engine.status(task), S::Ready);
+    EXPECT_EQ(h.engine.next_wakeup(), std::nullopt) << "a tolerance that never ends arms no miss check";
+    h.tick(t0 + 24h * 365 * 100);
+    EXPECT_EQ(h.engine.status(task), S::Ready);
+    h.complete(busy_lease, Outcome::success(), t0 + 24h * 365 * 100);
+    EXPECT_EQ(h.only_dispatch().task, task);
+    EXPECT_EQ(h.engine.counters(pool).missed, 0u);
+    EXPECT_EQ(h.engine.counters(pool).starts_on_time, 1u) << "any lateness is within a tolerance of Duration::max()";
+    // Noticed late, at submit, by a century: still within the tolerance.
+    spec.start = t0 + 20s;  // clear of the reservation of the task still running
+    const TaskId late = h.submit(spec, t0 + 24h * 365 * 100);
+    EXPECT_EQ(h.engine.status(late), S::Ready);
+    (void)busy;
+}
+
 TEST(FixedStartTest, ShutdownCancelsScheduledTasks) {
     Harness h;
     const PoolId pool = h.add_pool(PoolConfig{"p", 1});
