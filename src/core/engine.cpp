@@ -77,18 +77,19 @@ std::size_t Engine::pool_count() const { return s_->pools.size(); }
 const PoolConfig& Engine::pool_config(PoolId pool) const { return s_->pools.at(pool).config; }
 
 KindId Engine::intern_kind(std::string_view name) {
-    auto it = s_->kind_ids.find(name);  // heterogeneous: no string built per submit
-    if (it != s_->kind_ids.end()) return it->second;
-    const auto id = static_cast<KindId>(s_->kinds.size());
-    s_->kinds.emplace_back(name);
-    s_->kind_ids.emplace(std::string(name), id);
-    return id;
+    const auto interned = s_->kinds.intern(name);
+    if (interned.reused)  // the id of a forgotten kind: what was learned of that one is not this one's
+        for (PoolState& p : s_->pools)
+            if (interned.id < p.run_times.size()) p.run_times[interned.id] = RunTimeMean{};
+    return interned.id;
 }
 
-const std::string& Engine::kind_name(KindId kind) const { return s_->kinds.at(kind); }
+const std::string& Engine::kind_name(KindId kind) const { return s_->kinds.name(kind); }
+std::size_t Engine::known_kinds() const { return s_->kinds.size(); }
 
 SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     State& s = *s_;
+    s.kinds.next_admission();
     if (!spec.depends_on.empty() || spec.start) {
         auto r = s.admit(std::span(&spec, 1), now);
         if (!r) return {r.error(), r.message()};
@@ -117,6 +118,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
 }
 
 SubmitResult<std::vector<TaskId>> Engine::submit_batch(std::span<const TaskSpec> specs, Time now) {
+    s_->kinds.next_admission();
     return s_->admit(specs, now);
 }
 

@@ -42,7 +42,7 @@ std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::
         why = message;
         return SubmitError::Invalid;
     };
-    if (spec.kind >= kinds.size()) return invalid("kind id was not interned");
+    if (!kinds.known(spec.kind)) return invalid("kind id was not interned, or was forgotten");
     if (spec.timeout && spec.timeout->count() <= 0) return invalid("timeout must be positive");
     if (spec.duration_hint && spec.duration_hint->count() <= 0) return invalid("duration_hint must be positive");
     if (index_of(spec.priority) >= priority_count) return invalid("unknown priority");
@@ -298,6 +298,7 @@ TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
     ++live;
     ++p.counters.submitted;
     if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
+    kinds.task_admitted(spec.kind);
     if (!spec.resources.empty()) {
         std::vector<detail::Need> n = std::move(registry.resolve(requests_of(spec))).value();  // checked
         if (!n.empty()) {

@@ -8,6 +8,7 @@
 #include "dependencies.hpp"
 #include "engine_types.hpp"
 #include "flat_id_map.hpp"
+#include "kind_table.hpp"
 #include "resource_registry.hpp"
 
 #include <algorithm>
@@ -33,8 +34,7 @@ struct Engine::State {
     detail::Ring<RetainedTask> retained;  // terminal tasks, oldest first
     std::uint32_t retained_head = 0;       // sequence number of retained.front()
     std::vector<PoolState> pools;
-    std::vector<std::string> kinds{""};
-    detail::StringMap<KindId> kind_ids{{"", 0}};
+    detail::KindTable kinds{config.kind_capacity};
     detail::StringMap<TaskId> keys;  // of live and retained tasks
     std::unordered_map<std::uint64_t, StartInfo> starts;  // by task id, until the task ends
     detail::DepGraph graph;
@@ -260,6 +260,7 @@ struct Engine::State {
             default: break;
         }
         --live;
+        kinds.task_ended(t.kind);
         actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message)});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;

@@ -99,9 +99,21 @@ public:
     std::size_t pool_count() const;
     const PoolConfig& pool_config(PoolId pool) const;
 
-    /// Interns a kind name; the same name always gives the same id.
+    /// Interns a kind name; the same name gives the same id while the kind
+    /// is remembered, with the run times pools learned of it. A kind is
+    /// remembered while a task of it is live; of the kinds with none, the
+    /// `EngineConfig::kind_capacity` most recently used are kept, and
+    /// interning a new name beyond them forgets the least recently used
+    /// one: its learned run times are lost (its next tasks are expected to
+    /// take the pool's `default_duration` until it learns again) and its id
+    /// is reused. So intern just before submitting rather than keeping ids:
+    /// an id interned since the last `submit` or `submit_batch` call is
+    /// never forgotten before the next one.
     KindId intern_kind(std::string_view name);
+    /// Throws std::out_of_range for an id that names no kind.
     const std::string& kind_name(KindId kind) const;
+    /// Kind names remembered, "" included (bounded as `intern_kind` says).
+    std::size_t known_kinds() const;
 
     /// Admits a task: `Blocked` while a dependency is unmet, `Scheduled`
     /// until a future fixed start, else `Ready` (and dispatched at once if

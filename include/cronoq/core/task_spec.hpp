@@ -67,6 +67,10 @@ struct EngineConfig {
     Duration metrics_window = std::chrono::seconds(60);
     /// Semaphores and token buckets shared by every pool (SPEC §8).
     std::vector<Resource> resources;
+    /// How many kinds without a live task the engine remembers, with their
+    /// learned run times; beyond it the least recently used is forgotten
+    /// (see `Engine::intern_kind`). Kinds with live tasks are always kept.
+    std::size_t kind_capacity = 4096;
 };
 
 struct TaskSpec {
