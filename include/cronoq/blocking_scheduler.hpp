@@ -1,6 +1,7 @@
 #pragma once
 // BlockingScheduler: a synchronous facade for code without an event loop.
 #include <cronoq/detail/builder_base.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/scheduler.hpp>
 
 #include <asio/co_spawn.hpp>
@@ -29,9 +30,12 @@ public:
     bool cancel() { return handle_.cancel(); }
     /// Blocks until the task ends; its output, or throws TaskFailure.
     std::shared_ptr<const O> get() { return std::static_pointer_cast<const O>(*handle_.state()->wait_blocking(std::nullopt)); }
-    /// As `get`, but empty if the task has not ended within `d`.
-    std::optional<std::shared_ptr<const O>> get_for(std::chrono::nanoseconds d) {
-        auto out = handle_.state()->wait_blocking(d);
+    /// As `get`, but empty if the task has not ended within `d` (any
+    /// `std::chrono::duration`, saturated into nanoseconds: a wait too long
+    /// to express on `steady_clock` waits until the task ends).
+    template <class Rep, class Period>
+    std::optional<std::shared_ptr<const O>> get_for(std::chrono::duration<Rep, Period> d) {
+        auto out = handle_.state()->wait_blocking(saturating_ns(d));
         if (!out) return std::nullopt;
         return std::static_pointer_cast<const O>(*out);
     }
@@ -108,9 +112,10 @@ public:
 
     /// As `Scheduler::shutdown`, blocking; then stops and joins the threads.
     /// Idempotent.
-    void shutdown(std::chrono::nanoseconds grace) {
+    template <class Rep, class Period>
+    void shutdown(std::chrono::duration<Rep, Period> grace) {
         if (state_->threads.empty()) return;
-        auto done = asio::co_spawn(*state_->io, state_->scheduler.shutdown(grace), asio::use_future);
+        auto done = asio::co_spawn(*state_->io, state_->scheduler.shutdown(saturating_ns(grace)), asio::use_future);
         done.get();
         state_->guard.reset();
         for (auto& t : state_->threads) t.join();

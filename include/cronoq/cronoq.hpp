@@ -8,6 +8,7 @@
 #include <cronoq/config_error.hpp>
 #include <cronoq/cron_expr.hpp>
 #include <cronoq/dep.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/event_stream.hpp>
 #include <cronoq/executor.hpp>
 #include <cronoq/ids.hpp>

@@ -4,6 +4,7 @@
 #include <cronoq/bounds.hpp>
 #include <cronoq/dep.hpp>
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/executor.hpp>
 #include <cronoq/offload.hpp>
 #include <cronoq/result.hpp>
@@ -30,7 +31,8 @@ struct is_awaitable<asio::awaitable<T, Ex>> : std::true_type {};
 
 /// A value type; every setter returns `*this`. Validated by
 /// `Scheduler::Builder::build()`, which throws ConfigError naming the pool
-/// and the field.
+/// and the field. Setters taking a duration accept any `std::chrono`
+/// duration and saturate it into nanoseconds (`saturating_ns`).
 template <class P, class O>
 class Pool {
 public:
@@ -106,17 +108,33 @@ public:
     }
 
     /// Every running attempt must call `ctx.heartbeat()` within each `d`.
-    Pool& lease_ttl(std::chrono::nanoseconds d) { def_.engine.lease_ttl = d; return *this; }
-    Pool& default_timeout(std::chrono::nanoseconds d) { def_.engine.default_timeout = d; return *this; }
+    template <class Rep, class Period>
+    Pool& lease_ttl(std::chrono::duration<Rep, Period> d) {
+        def_.engine.lease_ttl = saturating_ns(d);
+        return *this;
+    }
+    template <class Rep, class Period>
+    Pool& default_timeout(std::chrono::duration<Rep, Period> d) {
+        def_.engine.default_timeout = saturating_ns(d);
+        return *this;
+    }
     Pool& retry(RetryPolicy policy) { def_.engine.retry = policy; return *this; }
     /// Expected run time of a task before one of its kind has been seen.
-    Pool& default_duration(std::chrono::nanoseconds d) { def_.engine.default_duration = d; return *this; }
+    template <class Rep, class Period>
+    Pool& default_duration(std::chrono::duration<Rep, Period> d) {
+        def_.engine.default_duration = saturating_ns(d);
+        return *this;
+    }
     /// Share of `max` workers that fixed-start reservations may hold at any
     /// instant (default 0.5, always at least one slot).
     Pool& reservable_fraction(double f) { def_.engine.reservable_fraction = f; return *this; }
     /// From how long before a fixed start a slot is kept free for it
     /// (default 30 s).
-    Pool& max_hold(std::chrono::nanoseconds d) { def_.engine.max_hold = d; return *this; }
+    template <class Rep, class Period>
+    Pool& max_hold(std::chrono::duration<Rep, Period> d) {
+        def_.engine.max_hold = saturating_ns(d);
+        return *this;
+    }
     /// Dependencies on keys no task holds: `Reject` (default) or `Await`.
     Pool& unknown_dependency(UnknownDependency policy) { def_.engine.unknown_dependency = policy; return *this; }
     /// Moves the capacity within [min, max] of `workers` from queue

@@ -1,6 +1,7 @@
 #pragma once
 // Recurring<P>: a task template run on a cron schedule (SPEC §6).
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/start_policy.hpp>
 #include <cronoq/task.hpp>
 
@@ -36,7 +37,12 @@ public:
     /// still live (default `OverlapPolicy::Skip`).
     Recurring& overlap(OverlapPolicy p) { r_.overlap = p; return *this; }
     /// Each occurrence's soft deadline, counted from its start.
-    Recurring& deadline_after(std::chrono::nanoseconds d) { r_.deadline_after = d; return *this; }
+    /// Any `std::chrono::duration`, saturated into nanoseconds.
+    template <class Rep, class Period>
+    Recurring& deadline_after(std::chrono::duration<Rep, Period> d) {
+        r_.deadline_after = saturating_ns(d);
+        return *this;
+    }
 
     const detail::RecurringRequest& request() const& { return r_; }
     detail::RecurringRequest&& request() && { return std::move(r_); }

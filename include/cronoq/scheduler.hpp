@@ -2,6 +2,7 @@
 // Scheduler<P, O>: the asynchronous driver (SPEC §1, §11, §12).
 #include <cronoq/detail/builder_base.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/event_stream.hpp>
 #include <cronoq/recurring.hpp>
 #include <cronoq/snapshot.hpp>
@@ -136,9 +137,11 @@ public:
     /// afterwards the scheduler holds no pending operation. Cancelling the
     /// awaiting coroutine ends the wait with `operation_aborted`; the
     /// shutdown goes on.
-    asio::awaitable<void> shutdown(std::chrono::nanoseconds grace) {
+    /// `grace`: any `std::chrono::duration`, saturated into nanoseconds.
+    template <class Rep, class Period>
+    asio::awaitable<void> shutdown(std::chrono::duration<Rep, Period> grace) {
         auto owner = owner_;
-        co_await owner->core->shutdown(grace);
+        co_await owner->core->shutdown(saturating_ns(grace));
     }
 
     asio::any_io_executor get_executor() const { return owner_->core->get_executor(); }

@@ -2,6 +2,7 @@
 // Task<P>: the description of one unit of work, built fluently (SPEC §11).
 #include <cronoq/dep.hpp>
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/retry_policy.hpp>
@@ -17,6 +18,9 @@
 namespace cronoq {
 
 /// A value type; every setter returns `*this`. Validated at submit.
+/// Setters taking a duration accept any `std::chrono::duration` and
+/// saturate it into nanoseconds (`saturating_ns`): `start_in(hours::max())`
+/// is a start that never comes, not one an hour ago.
 template <class P>
 class Task {
 public:
@@ -33,7 +37,12 @@ public:
     /// to attempts as `TaskContext::key()`; names the task in a `TaskRef`.
     Task& key(std::string k) { r_.key = std::move(k); return *this; }
     /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
-    Task& deadline_in(std::chrono::nanoseconds d) { r_.deadline_in = d; r_.deadline_at.reset(); return *this; }
+    template <class Rep, class Period>
+    Task& deadline_in(std::chrono::duration<Rep, Period> d) {
+        r_.deadline_in = saturating_ns(d);
+        r_.deadline_at.reset();
+        return *this;
+    }
     Task& deadline_at(std::chrono::system_clock::time_point t) { r_.deadline_at = t; r_.deadline_in.reset(); return *this; }
     /// A fixed start (SPEC §6): the task is `Scheduled` until then and
     /// dispatched at it, ahead of ordinary ready work; the pool keeps a slot
@@ -41,9 +50,18 @@ public:
     /// expected duration; more reservations at once than the pool's
     /// `reservable_fraction` allows fail with `ReservationConflict`.
     Task& start_at(std::chrono::system_clock::time_point t) { r_.start_at = t; r_.start_in.reset(); return *this; }
-    Task& start_in(std::chrono::nanoseconds d) { r_.start_in = d; r_.start_at.reset(); return *this; }
+    template <class Rep, class Period>
+    Task& start_in(std::chrono::duration<Rep, Period> d) {
+        r_.start_in = saturating_ns(d);
+        r_.start_at.reset();
+        return *this;
+    }
     /// How late a start may be before `on_miss` applies (default 1 s).
-    Task& start_tolerance(std::chrono::nanoseconds d) { r_.start_tolerance = d; return *this; }
+    template <class Rep, class Period>
+    Task& start_tolerance(std::chrono::duration<Rep, Period> d) {
+        r_.start_tolerance = saturating_ns(d);
+        return *this;
+    }
     Task& on_miss(MissPolicy p) { r_.on_miss = p; return *this; }
     /// Waits for another task (SPEC §7): `Blocked` until every edge is met,
     /// `Skipped` as soon as one cannot be. May be called several times.
@@ -59,14 +77,22 @@ public:
         return *this;
     }
     /// Per attempt; an attempt still running after `d` fails retryably.
-    Task& timeout(std::chrono::nanoseconds d) { r_.timeout = d; return *this; }
+    template <class Rep, class Period>
+    Task& timeout(std::chrono::duration<Rep, Period> d) {
+        r_.timeout = saturating_ns(d);
+        return *this;
+    }
     Task& retry(RetryPolicy policy) { r_.retry = policy; return *this; }
     Task& tag(std::string k, std::string v) { r_.tags.emplace_back(std::move(k), std::move(v)); return *this; }
     /// W3C trace context handed to every attempt; default: the
     /// "traceparent" tag, if any.
     Task& traceparent(std::string tp) { r_.traceparent = std::move(tp); return *this; }
     /// Expected run time, for the deadline's latest start.
-    Task& duration_hint(std::chrono::nanoseconds d) { r_.duration_hint = d; return *this; }
+    template <class Rep, class Period>
+    Task& duration_hint(std::chrono::duration<Rep, Period> d) {
+        r_.duration_hint = saturating_ns(d);
+        return *this;
+    }
 
     const detail::TaskRequest& request() const& { return r_; }
     detail::TaskRequest&& request() && { return std::move(r_); }

@@ -1,5 +1,7 @@
 #pragma once
 // The error an executor reports for an attempt (SPEC §4).
+#include <cronoq/duration.hpp>
+
 #include <chrono>
 #include <exception>
 #include <optional>
@@ -21,9 +23,11 @@ public:
     };
 
     static TaskError retryable(std::string message) { return {Kind::Retryable, std::move(message), std::nullopt}; }
-    /// Retryable, and the next attempt starts no sooner than `after` from now.
-    static TaskError retry_after(std::string message, std::chrono::nanoseconds after) {
-        return {Kind::Retryable, std::move(message), after};
+    /// Retryable, and the next attempt starts no sooner than `after` from now
+    /// (any `std::chrono::duration`, saturated into nanoseconds).
+    template <class Rep, class Period>
+    static TaskError retry_after(std::string message, std::chrono::duration<Rep, Period> after) {
+        return {Kind::Retryable, std::move(message), saturating_ns(after)};
     }
     static TaskError permanent(std::string message) { return {Kind::Permanent, std::move(message), std::nullopt}; }
     static TaskError cancelled() { return {Kind::Cancelled, "cancelled", std::nullopt}; }

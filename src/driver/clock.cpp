@@ -8,6 +8,7 @@
 #include <asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace cronoq {
 
@@ -86,8 +87,22 @@ private:
     std::shared_ptr<Entry> entry_;
 };
 
+namespace {
+
+// Engine time of a new ManualClock (an arbitrary origin); wall time is its
+// start plus the engine time since this origin.
+constexpr core::Time manual_origin{std::chrono::hours(24)};
+
+std::int64_t nanos_since_epoch(std::chrono::system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+std::int64_t nanos_since_origin(core::Time t) { return core::diff_saturated(t, manual_origin).count(); }
+
+}  // namespace
+
 ManualClock::ManualClock(std::chrono::system_clock::time_point start)
-    : now_(core::Time(std::chrono::hours(24))), system_start_(start) {}
+    : now_(manual_origin), system_start_(start) {}
 
 std::chrono::system_clock::time_point ManualClock::default_start() {
     // 2026-01-01T00:00:00Z
@@ -101,18 +116,27 @@ core::Time ManualClock::now() const {
 
 std::chrono::system_clock::time_point ManualClock::system_now() const {
     std::lock_guard lock(mu_);
-    return system_start_ +
-           std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - core::Time(std::chrono::hours(24)));
+    // Saturating: after advance(nanoseconds::max()) wall time stays at the
+    // end of its range instead of wrapping into the past.
+    const std::int64_t wall = core::add_saturated(nanos_since_epoch(system_start_), nanos_since_origin(now_));
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(wall)));
+}
+
+void ManualClock::set_system_time(std::chrono::system_clock::time_point t) {
+    std::lock_guard lock(mu_);
+    system_start_ = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::nanoseconds(core::sub_saturated(nanos_since_epoch(t), nanos_since_origin(now_)))));
 }
 
 std::unique_ptr<Clock::Timer> ManualClock::make_timer(asio::any_io_executor executor) {
     return std::make_unique<ManualTimer>(*this, std::move(executor));
 }
 
-void ManualClock::advance(std::chrono::nanoseconds d) {
+void ManualClock::advance_by(std::chrono::nanoseconds d) {
     {
         std::lock_guard lock(mu_);
-        if (d.count() > 0) now_ += d;
+        if (d.count() > 0) now_ = core::add_saturated(now_, d);
     }
     fire_due();
 }

@@ -8,6 +8,9 @@
 
 #include <asio/use_awaitable.hpp>
 
+#include <algorithm>
+#include <chrono>
+
 namespace cronoq {
 
 namespace detail {
@@ -36,8 +39,14 @@ std::shared_ptr<const void> HandleState::outcome() const {
 std::optional<std::shared_ptr<const void>> HandleState::wait_blocking(std::optional<std::chrono::nanoseconds> timeout) {
     {
         std::unique_lock lock(mu_);
-        if (timeout) {
-            if (!cv_.wait_for(lock, *timeout, [this] { return done_; })) return std::nullopt;
+        // wait_for adds the timeout to steady_clock::now() unchecked: a long
+        // timeout overflows into the past and returns at once. A deadline
+        // beyond the clock's range is no deadline.
+        const auto start = std::chrono::steady_clock::now();
+        const auto room = std::chrono::steady_clock::time_point::max() - start;
+        if (timeout && *timeout < room) {
+            const auto deadline = start + std::max(*timeout, std::chrono::nanoseconds::zero());
+            if (!cv_.wait_until(lock, deadline, [this] { return done_; })) return std::nullopt;
         } else {
             cv_.wait(lock, [this] { return done_; });
         }

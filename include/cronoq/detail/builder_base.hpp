@@ -1,9 +1,11 @@
 #pragma once
 // The options shared by Scheduler::Builder and BlockingScheduler::Builder.
+// Durations: any std::chrono::duration, saturated into nanoseconds.
 #include <cronoq/bounds.hpp>
 #include <cronoq/clock.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/duration.hpp>
 #include <cronoq/pool.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/resource.hpp>
@@ -24,13 +26,21 @@ public:
     Self& priority(PriorityConfig c) { options_.engine.priority = c; return self(); }
     Self& urgency(UrgencyConfig c) { options_.engine.urgency = c; return self(); }
     /// How long terminal tasks stay visible to `status()` (default 5 min).
-    Self& retention(std::chrono::nanoseconds d) { options_.engine.retention = d; return self(); }
+    template <class Rep, class Period>
+    Self& retention(std::chrono::duration<Rep, Period> d) {
+        options_.engine.retention = saturating_ns(d);
+        return self();
+    }
     Self& retention_max(std::size_t n) { options_.engine.retention_max = n; return self(); }
     /// Cap on tasks not yet running over all pools; a submission beyond it
     /// follows its own pool's overflow policy.
     Self& global_bounds(Bounds b) { options_.engine.global_bounds = b; return self(); }
     /// The window of `snapshot()`'s counts and percentiles (default 60 s).
-    Self& metrics_window(std::chrono::nanoseconds d) { options_.engine.metrics_window = d; return self(); }
+    template <class Rep, class Period>
+    Self& metrics_window(std::chrono::duration<Rep, Period> d) {
+        options_.engine.metrics_window = saturating_ns(d);
+        return self();
+    }
     /// Declares a semaphore or token bucket shared by every pool.
     Self& resource(Resource r) { options_.engine.resources.push_back(std::move(r)); return self(); }
     /// Seed of the backoff jitter: the same seed gives the same delays.
