@@ -19,6 +19,14 @@ namespace cronoq {
 /// is the occurrence time, its key `<template key or name>@<UTC RFC 3339
 /// start>` (e.g. `nightly@2026-03-29T01:00:00Z`), with the tag
 /// `cronoq.recurring=<name>`. Occurrences are submitted when they are due.
+///
+/// Steps of the wall clock are noticed within a minute. After a forward
+/// step a schedule runs once, at the latest occurrence passed. After a step
+/// back (of a second or more), a wildcard schedule (see `CronExpr`) follows
+/// the new time and fires again at repeated times, unless the earlier
+/// occurrence of that time is still retained under the same key; a
+/// fixed-time schedule is not repeated for a step back shorter than 3 hours
+/// and follows the new time for a longer one.
 template <class P>
 class Recurring {
 public:

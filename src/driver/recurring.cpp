@@ -25,6 +25,28 @@ std::chrono::system_clock::time_point take_due(Schedule& s, std::chrono::system_
     }
 }
 
+void follow_wall_clock(Schedule& s, std::chrono::system_clock::time_point wall, core::Time now) {
+    const auto nanos = [](std::chrono::system_clock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    };
+    if (s.seen_wall) {
+        const std::int64_t elapsed = core::diff_saturated(now, s.seen_at).count();
+        // Where the new wall clock stood at the last look.
+        const std::int64_t then = core::sub_saturated(nanos(wall), elapsed);
+        const std::int64_t step_back = core::sub_saturated(nanos(*s.seen_wall), then);
+        if (step_back >= std::chrono::nanoseconds(step_tolerance).count() &&
+            (s.expr.is_wildcard() || step_back >= std::chrono::nanoseconds(clock_reset).count())) {
+            const auto reference = std::chrono::system_clock::time_point(
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(then)));
+            const auto next = s.expr.next_after(reference, s.request.tz);
+            // Never later than before: an occurrence already due stays due.
+            if (next && *next < s.next) s.next = *next;
+        }
+    }
+    s.seen_wall = wall;
+    s.seen_at = now;
+}
+
 std::optional<TaskRequest> occurrence(Schedule& s, std::chrono::system_clock::time_point at,
                                       std::optional<TaskStatus> previous) {
     const bool previous_live = previous && !is_terminal(*previous);

@@ -2,6 +2,7 @@
 // Recurring schedules of the driver (SPEC §6): what each occurrence of a
 // schedule becomes. No Asio and no locking here: the scheduler core calls
 // this under its mutex when an occurrence is due.
+#include <cronoq/core/time.hpp>
 #include <cronoq/cron_expr.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/ids.hpp>
@@ -21,7 +22,31 @@ struct Schedule {
     std::optional<TaskId> last;                  // the latest occurrence submitted
     bool broken = false;                         // QueueOnSuccess after a failure
     std::uint64_t skipped = 0;                   // occurrences not created (Skip, or missed while late)
+    // Wall and engine time when the schedule was last looked at: wall time
+    // that advanced less than engine time since was stepped back.
+    std::optional<std::chrono::system_clock::time_point> seen_wall;
+    core::Time seen_at{};
 };
+
+/// Notices a wall clock stepped back (NTP, an operator) by at least
+/// `step_tolerance` since `s` was last looked at, and brings `next` back
+/// to the first occurrence after where the new wall time stood then. A
+/// wildcard schedule follows real time, as CronExpr documents; a fixed-time
+/// schedule does so only for a step of `clock_reset` or more, so that a
+/// shorter step does not run an occurrence it already ran (Vixie cron's
+/// rule). Forward steps need nothing here: `take_due` runs one catch-up.
+/// Records `wall` and `now` for the next look.
+void follow_wall_clock(Schedule& s, std::chrono::system_clock::time_point wall, core::Time now);
+
+/// Smaller steps back are clock drift and jitter between the two clocks'
+/// readings, not steps: following them could run an occurrence twice.
+inline constexpr std::chrono::seconds step_tolerance{1};
+inline constexpr std::chrono::hours clock_reset{3};
+/// The longest the recurring timer sleeps. It is armed on engine time, which
+/// a step of the wall clock does not move: reading wall time again at least
+/// this often notices a step either way within it, not only at an
+/// occurrence that may be a day away.
+inline constexpr std::chrono::minutes wall_check_interval{1};
 
 /// `2026-03-29T01:00:00Z`: occurrences are whole seconds.
 std::string utc_rfc3339(std::chrono::system_clock::time_point t);

@@ -282,8 +282,10 @@ struct SchedulerCore::State {
     // ---- recurring schedules (mutex held) ---------------------------------------
     void on_recurring_due() {
         if (shutting_down) return;
+        const auto now = clock->now();
         const auto wall = clock->system_now();
         for (auto& [name, s] : schedules) {
+            follow_wall_clock(s, wall, now);
             if (s.next > wall) continue;
             const auto at = take_due(s, wall);
             const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
@@ -303,12 +305,18 @@ struct SchedulerCore::State {
     }
 
     void rearm_recurring() {
-        auto earliest = std::chrono::system_clock::time_point::max();
-        for (const auto& [name, s] : schedules) earliest = std::min(earliest, s.next);
-        if (shutting_down || earliest == std::chrono::system_clock::time_point::max()) return recurring_timer->disarm();
         const auto now = clock->now();
         const auto wall = clock->system_now();
-        const auto at = earliest <= wall ? now : now + std::chrono::duration_cast<core::Duration>(earliest - wall);
+        auto earliest = std::chrono::system_clock::time_point::max();
+        for (auto& [name, s] : schedules) {
+            follow_wall_clock(s, wall, now);
+            earliest = std::min(earliest, s.next);
+        }
+        if (shutting_down || earliest == std::chrono::system_clock::time_point::max()) return recurring_timer->disarm();
+        const auto at = earliest <= wall ? now
+                                         : now + std::min<core::Duration>(
+                                                     std::chrono::duration_cast<core::Duration>(earliest - wall),
+                                                     wall_check_interval);
         recurring_timer->arm(at, [w = self] {
             if (auto core = w.lock()) {
                 std::lock_guard lock(core->s_->mu);

@@ -147,3 +147,62 @@ TEST(Recurring, BadSchedulesAreConfigErrorsAndRegisterNothing) {
     f.advance(5min);
     EXPECT_TRUE(f.ran.empty());
 }
+
+// ---- the wall clock stepped (NTP, an operator) -------------------------------------
+// Engine time goes on; only ManualClock::set_system_time moves wall time.
+
+TEST(Recurring, AWildcardScheduleFollowsAWallClockSteppedBack) {
+    // Issue 13: an every-second schedule used to wait out the hour it was
+    // stepped back, firing next about an hour later.
+    Fixture f;
+    auto sched = f.build();
+    sched.add_recurring(Recurring<int>("tick", "* * * * * *", Task<int>(0)));
+    f.advance(1s);
+    f.advance(1s);
+    f.clock->set_system_time(ManualClock::default_start() - 1h + 2s);
+    f.advance(1s);
+    f.advance(1s);
+    EXPECT_EQ(f.ran, (std::vector<std::string>{"tick@2026-01-01T00:00:01Z tick", "tick@2026-01-01T00:00:02Z tick",
+                                               "tick@2025-12-31T23:00:03Z tick", "tick@2025-12-31T23:00:04Z tick"}));
+}
+
+TEST(Recurring, AFixedTimeScheduleDoesNotRunAgainAfterAShortStepBack) {
+    // Vixie cron's rule: a fixed-time job that ran is not repeated when
+    // the clock goes back less than three hours.
+    Fixture f;
+    auto sched = f.build();
+    sched.add_recurring(Recurring<int>("daily", "0 0 1 * * *", Task<int>(0)));
+    f.advance(1h + 30min);
+    f.clock->set_system_time(ManualClock::default_start() + 45min);
+    f.advance(1h);  // 01:00 again, on the new wall clock
+    EXPECT_EQ(f.ran, std::vector<std::string>{"daily@2026-01-01T01:00:00Z daily"});
+    f.advance(23h);
+    f.advance(15min);
+    EXPECT_EQ(f.ran, (std::vector<std::string>{"daily@2026-01-01T01:00:00Z daily", "daily@2026-01-02T01:00:00Z daily"}));
+}
+
+TEST(Recurring, AFixedTimeScheduleFollowsAStepBackOfThreeHoursOrMoreOnTime) {
+    // A step that long is a correction of the clock: the schedule follows
+    // the new time, noticed within a minute rather than at its next
+    // occurrence a day away.
+    Fixture f;
+    auto sched = f.build();
+    sched.add_recurring(Recurring<int>("daily", "0 0 1 * * *", Task<int>(0)));
+    f.advance(1h);
+    f.clock->set_system_time(ManualClock::default_start() - 48h);  // 2025-12-30T00:00:00Z
+    f.advance(1min);
+    EXPECT_EQ(f.ran.size(), 1u);
+    f.advance(58min);
+    EXPECT_EQ(f.ran.size(), 1u) << "not before 01:00 on the new clock";
+    f.advance(1min);
+    EXPECT_EQ(f.ran, (std::vector<std::string>{"daily@2026-01-01T01:00:00Z daily", "daily@2025-12-30T01:00:00Z daily"}));
+}
+
+TEST(Recurring, AForwardStepRunsOneCatchUpWithinAMinute) {
+    Fixture f;
+    auto sched = f.build();
+    sched.add_recurring(Recurring<int>("daily", "0 0 1 * * *", Task<int>(0)));
+    f.clock->set_system_time(ManualClock::default_start() + 26h);  // 2026-01-02T02:00:00Z: 01:00 twice skipped
+    f.advance(1min);
+    EXPECT_EQ(f.ran, std::vector<std::string>{"daily@2026-01-02T01:00:00Z daily"});
+}
