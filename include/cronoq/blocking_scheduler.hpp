@@ -1,5 +1,6 @@
 #pragma once
 // BlockingScheduler: a synchronous facade for code without an event loop.
+#include <cronoq/config_error.hpp>
 #include <cronoq/detail/builder_base.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/scheduler.hpp>
@@ -12,8 +13,11 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -52,10 +56,15 @@ class BlockingScheduler {
 public:
     class Builder : public detail::BuilderBase<Builder, P, O> {
     public:
-        /// Threads running the io_context (at least 1).
-        Builder& threads(std::size_t n) { threads_ = n == 0 ? 1 : n; return *this; }
-        /// Throws ConfigError naming the field.
+        /// Threads running the io_context (default 1; 1 to 1024, checked by
+        /// `build`).
+        Builder& threads(std::size_t n) { threads_ = n; return *this; }
+        /// Throws ConfigError naming the field, also when the threads cannot
+        /// be started (a process limit); nothing is left running then.
         BlockingScheduler build() const {
+            if (threads_ == 0 || threads_ > detail::max_threads)
+                throw ConfigError("threads: must be between 1 and " + std::to_string(detail::max_threads) + " (got " +
+                                  std::to_string(threads_) + ")");
             auto io = std::make_unique<asio::io_context>();
             auto core = this->build_core(io->get_executor());
             return BlockingScheduler(std::move(io), std::move(core), threads_);
@@ -88,6 +97,20 @@ public:
         if (!r) return {r.error(), r.message()};
         return BlockingHandle<O>(std::move(r).value());
     }
+    /// Each admitted or rejected on its own, in one engine step, as
+    /// `Scheduler::try_submit_many`.
+    std::vector<SubmitResult<BlockingHandle<O>>> try_submit_many(std::vector<Task<P>> tasks) {
+        auto results = state_->scheduler.try_submit_many(std::move(tasks));
+        std::vector<SubmitResult<BlockingHandle<O>>> out;
+        out.reserve(results.size());
+        for (auto& r : results) {
+            if (r)
+                out.emplace_back(BlockingHandle<O>(std::move(r).value()));
+            else
+                out.emplace_back(r.error(), r.message());
+        }
+        return out;
+    }
     /// All or nothing, as `Scheduler::try_submit_batch`; `submit_batch`
     /// throws SubmitException instead.
     SubmitResult<std::vector<BlockingHandle<O>>> try_submit_batch(std::vector<Task<P>> tasks) {
@@ -111,15 +134,19 @@ public:
     const Scheduler<P, O>& scheduler() const { return state_->scheduler; }
 
     /// As `Scheduler::shutdown`, blocking; then stops and joins the threads.
-    /// Idempotent.
+    /// Safe from any number of threads at once (each returns once the first
+    /// has finished) and idempotent. Never call it from an executor of this
+    /// scheduler: it would wait for its own thread. An attempt that ignores
+    /// cancellation is abandoned (see `Scheduler::shutdown`) and then
+    /// destroyed with the io_context, at its next suspension; one that
+    /// never suspends keeps its thread, and this call, waiting.
     template <class Rep, class Period>
     void shutdown(std::chrono::duration<Rep, Period> grace) {
+        std::lock_guard lock(state_->shutdown_mu);
         if (state_->threads.empty()) return;
         auto done = asio::co_spawn(*state_->io, state_->scheduler.shutdown(saturating_ns(grace)), asio::use_future);
         done.get();
-        state_->guard.reset();
-        for (auto& t : state_->threads) t.join();
-        state_->threads.clear();
+        state_->stop_threads();
     }
 
 private:
@@ -129,12 +156,30 @@ private:
         std::unique_ptr<asio::io_context> io;
         Scheduler<P, O> scheduler;
         asio::executor_work_guard<asio::io_context::executor_type> guard;
+        std::mutex shutdown_mu;  // serializes shutdown, from any thread and the destructor
         std::vector<std::thread> threads;
+
+        // After the scheduler's shutdown only abandoned attempts can be left
+        // on the io_context: stop it rather than wait for them.
+        void stop_threads() {
+            guard.reset();
+            io->stop();
+            for (auto& t : threads) t.join();
+            threads.clear();
+        }
     };
 
     BlockingScheduler(std::unique_ptr<asio::io_context> io, std::shared_ptr<detail::SchedulerCore> core, std::size_t threads)
         : state_(std::make_unique<State>(std::move(io), Scheduler<P, O>(std::move(core)))) {
-        for (std::size_t i = 0; i < threads; ++i) state_->threads.emplace_back([io = state_->io.get()] { io->run(); });
+        try {
+            state_->threads.reserve(threads);
+            for (std::size_t i = 0; i < threads; ++i) state_->threads.emplace_back([io = state_->io.get()] { io->run(); });
+        } catch (const std::system_error& e) {
+            const std::size_t started = state_->threads.size();
+            state_->stop_threads();
+            throw ConfigError("threads: could start only " + std::to_string(started) + " of " + std::to_string(threads) +
+                              " io_context threads: " + e.what());
+        }
     }
 
     std::unique_ptr<State> state_;

@@ -24,6 +24,9 @@ asio::awaitable<void> offload_erased(const TaskContext& ctx, UniqueFunction<void
 /// attempt's cancellation is visible to `fn` through the token. Cancelling
 /// the awaiting coroutine ends the wait at once with `operation_aborted`;
 /// `fn` cannot be interrupted and runs to its end, its result dropped.
+/// If the blocking pool's threads cannot be started (a process limit), it
+/// throws `TaskError::retryable` without running `fn`: the attempt fails
+/// and is retried under its policy.
 template <class F>
 auto offload(const TaskContext& ctx, F fn) {
     constexpr bool takes_token = std::is_invocable_v<F&, CancellationToken>;

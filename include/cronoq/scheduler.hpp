@@ -41,7 +41,10 @@ class BlockingScheduler;
 /// Failure modes: attempts run at-least-once (a timed-out or expired attempt
 /// may still be running when its retry starts; use `ctx.id()` and
 /// `ctx.attempt()` as fencing). An executor that ignores cancellation keeps
-/// its coroutine alive, and `shutdown` waits for it.
+/// its coroutine, and what it uses, alive; `shutdown` abandons it after
+/// `Builder::abandon_after` (see `shutdown`). Exceptions thrown by an
+/// executor's `abort` or by an `on_cancel` callback are logged and the
+/// abort sequence goes on.
 template <class P, class O>
 class Scheduler {
 public:
@@ -76,6 +79,26 @@ public:
         auto op = owner->core->submit(std::move(task).request());
         auto state = co_await std::move(op);
         co_return TaskHandle<O>(std::move(state));
+    }
+
+    /// Submits independent tasks in one engine step (SPEC §13): each is
+    /// admitted or rejected on its own, as `try_submit` would (never
+    /// waits; `Full` under `OverflowPolicy::Wait`). Results in the order of
+    /// `tasks`. Unlike `try_submit_batch`, one rejection admits the rest.
+    std::vector<SubmitResult<TaskHandle<O>>> try_submit_many(std::vector<Task<P>> tasks) {
+        std::vector<detail::TaskRequest> requests;
+        requests.reserve(tasks.size());
+        for (Task<P>& t : tasks) requests.push_back(std::move(t).request());
+        auto results = owner_->core->try_submit_many(std::move(requests));
+        std::vector<SubmitResult<TaskHandle<O>>> out;
+        out.reserve(results.size());
+        for (auto& r : results) {
+            if (r)
+                out.emplace_back(TaskHandle<O>(std::move(r).value()));
+            else
+                out.emplace_back(r.error(), r.message());
+        }
+        return out;
     }
 
     /// Submits every task or none (SPEC §7). Tasks may depend on each other
@@ -133,9 +156,13 @@ public:
 
     /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`;
     /// running attempts get `grace` to finish, then are cancelled. Completes
-    /// when no attempt is left and every handle has its terminal status;
-    /// afterwards the scheduler holds no pending operation. Cancelling the
-    /// awaiting coroutine ends the wait with `operation_aborted`; the
+    /// when every handle has its terminal status and no attempt coroutine is
+    /// left, or, for coroutines that ignore their cancellation, at most
+    /// `abandon_after` (default 1 s) later: those are abandoned, with a
+    /// warning naming each; they keep what they use alive, their late
+    /// results are ignored, and the io_context's `run()` returns once they
+    /// end. Afterwards the scheduler holds no pending operation. Cancelling
+    /// the awaiting coroutine ends the wait with `operation_aborted`; the
     /// shutdown goes on.
     /// `grace`: any `std::chrono::duration`, saturated into nanoseconds.
     template <class Rep, class Period>
@@ -147,6 +174,9 @@ public:
     asio::any_io_executor get_executor() const { return owner_->core->get_executor(); }
     /// The engine's figures for one pool, for tests and diagnostics.
     std::optional<core::PoolCounters> counters(std::string_view pool) const { return owner_->core->counters(pool); }
+    /// How often the engine's lock has been taken: divided by the tasks
+    /// run, the driver's cost per task in a figure noise cannot move.
+    std::uint64_t lock_acquisitions() const { return owner_->core->lock_acquisitions(); }
 
 private:
     friend class BlockingScheduler<P, O>;

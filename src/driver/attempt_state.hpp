@@ -17,7 +17,7 @@ class SchedulerCore;
 /// Immutable after submit; shared by the task's record and its attempts.
 struct TaskInfo {
     TaskId id;
-    const std::string* pool = nullptr;  // owned by the scheduler, which outlives attempts
+    std::shared_ptr<const std::string> pool;  // shared: a context may outlive its scheduler
     std::string kind;
     std::optional<std::string> key;
     Tags tags;

@@ -13,10 +13,22 @@ namespace cronoq::detail {
 
 class BlockingPool {
 public:
+    /// Throws std::system_error if a thread cannot start, after joining the
+    /// ones that did.
     explicit BlockingPool(std::size_t threads) : guard_(asio::make_work_guard(io_)) {
-        for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+        try {
+            threads_.reserve(threads);
+            for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+        } catch (...) {
+            stop();
+            throw;
+        }
     }
-    ~BlockingPool() {
+    ~BlockingPool() { stop(); }
+    asio::io_context::executor_type get_executor() { return io_.get_executor(); }
+
+private:
+    void stop() {
         guard_.reset();
         io_.stop();
         for (auto& t : threads_) {
@@ -25,10 +37,9 @@ public:
             else
                 t.join();
         }
+        threads_.clear();
     }
-    asio::io_context::executor_type get_executor() { return io_.get_executor(); }
 
-private:
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> guard_;
     std::vector<std::thread> threads_;

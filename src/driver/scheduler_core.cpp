@@ -38,6 +38,9 @@ namespace {
 struct PoolRuntime {
     PoolDefinition def;
     asio::any_io_executor executor;  // where attempts run
+    // Shared with every task's info, so that a TaskContext outliving the
+    // scheduler still knows its pool's name.
+    std::shared_ptr<const std::string> name = std::make_shared<const std::string>(def.engine.name);
     // Submitters waiting for room under OverflowPolicy::Wait, in order; the
     // head is woken when the engine announces space.
     std::deque<std::shared_ptr<WaitList>> waiting_submits;
@@ -49,14 +52,36 @@ struct TaskRecord {
     std::shared_ptr<const void> output;  // of the attempt being reported
 };
 
-struct Attempt {
+// Links every attempt whose coroutine has not returned (guarded by the
+// core's mutex), so that shutdown can name and abandon the deaf ones.
+struct RunningLink {
+    RunningLink* prev = this;
+    RunningLink* next = this;
+};
+
+struct Attempt : RunningLink {
     Attempt(std::shared_ptr<AttemptState> s, asio::strand<asio::any_io_executor> st, const PoolRuntime* p)
         : state(std::move(s)), strand(std::move(st)), pool(p) {}
     std::shared_ptr<AttemptState> state;
     asio::strand<asio::any_io_executor> strand;
     asio::cancellation_signal signal;
     const PoolRuntime* pool;
+    bool running = false;  // linked; false once returned or abandoned
 };
+
+// Runs one step of the abort sequence; what it throws is logged and the
+// sequence goes on (SPEC §4: exceptions are contained).
+template <class F>
+void contained(const char* step, const Attempt& a, F&& f) noexcept {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        logger()->warn("task {} lease {}: {} threw: {}", a.state->task->id.value, a.state->lease.value, step, e.what());
+    } catch (...) {
+        logger()->warn("task {} lease {}: {} threw a non-standard exception", a.state->task->id.value,
+                       a.state->lease.value, step);
+    }
+}
 
 std::string pool_field(const PoolDefinition& d, const char* field) {
     return "pool \"" + d.engine.name + "\": " + field;
@@ -71,7 +96,27 @@ void validate(const PoolDefinition& d) {
         throw ConfigError(pool_field(d, "workers: initial (") + std::to_string(d.engine.capacity) +
                           ") outside [min, max]");
     if (!d.executor.run) throw ConfigError(pool_field(d, "no executor (call executor_fn or executor)"));
+    // Only an autoscaler can raise a local pool's capacity above its initial
+    // value: without one, an initial 0 would queue tasks forever.
+    if (d.engine.capacity == 0 && !d.engine.autoscale)
+        throw ConfigError(pool_field(d, "workers: initial is 0 and no autoscaler can raise it (set autoscale or initial >= 1)"));
 }
+
+// The engine's mutex, counting its acquisitions: a figure of the driver's
+// cost per task that, unlike time, no noise can move.
+class EngineMutex {
+public:
+    void lock() {
+        mu_.lock();
+        ++acquisitions_;
+    }
+    void unlock() { mu_.unlock(); }
+    std::uint64_t acquisitions() const { return acquisitions_; }  // with the lock held
+
+private:
+    std::mutex mu_;
+    std::uint64_t acquisitions_ = 0;
+};
 
 }  // namespace
 
@@ -82,24 +127,50 @@ struct SchedulerCore::State {
     std::unique_ptr<Clock::Timer> timer;
     std::weak_ptr<SchedulerCore> self;
 
-    mutable std::mutex mu;
+    mutable EngineMutex mu;
     core::Engine engine;
     std::vector<PoolRuntime> pools;
     std::unordered_map<TaskId, TaskRecord> tasks;
     std::unordered_map<LeaseId, std::shared_ptr<Attempt>> attempts;
     std::vector<core::Action> actions;
     std::optional<core::Time> armed;
-    std::size_t coroutines = 0;  // attempt coroutines that have not returned
+    std::size_t coroutines = 0;  // attempt coroutines that have not returned (or were abandoned)
+    RunningLink running_attempts;  // the list of those coroutines
     bool shutting_down = false;
+    bool finished = false;  // shutdown completed: no timer may be armed again
     std::shared_ptr<WaitList> drained = WaitList::create();
     std::vector<std::weak_ptr<EventQueue>> subscribers;
     std::unique_ptr<BlockingPool> blocking;
     std::map<std::string, Schedule, std::less<>> schedules;
     std::unique_ptr<Clock::Timer> recurring_timer;  // at the earliest next occurrence
+    std::unique_ptr<Clock::Timer> abandon_timer;    // shutdown's limit on deaf attempts
+    bool abandon_armed = false;
 
     State(asio::any_io_executor ex, SchedulerOptions opts)
-        : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
+        : executor(std::move(ex)),
+          options(std::move(opts)),
+          engine(options.engine) {
         clock = options.clock ? options.clock : Clock::steady();
+    }
+
+    void link_running(Attempt& a) {
+        a.prev = running_attempts.prev;
+        a.next = &running_attempts;
+        a.prev->next = &a;
+        running_attempts.prev = &a;
+        a.running = true;
+        ++coroutines;
+    }
+
+    // False if it was not linked (it had already been abandoned).
+    bool unlink_running(Attempt& a) {
+        if (!a.running) return false;
+        a.prev->next = a.next;
+        a.next->prev = a.prev;
+        a.prev = a.next = &a;
+        a.running = false;
+        --coroutines;
+        return true;
     }
 
     // ---- applying engine actions (mutex held) ---------------------------------
@@ -127,13 +198,13 @@ struct SchedulerCore::State {
         state->core = self;
         auto attempt = std::make_shared<Attempt>(std::move(state), asio::make_strand(pool.executor), &pool);
         attempts.emplace(d.lease, attempt);
-        ++coroutines;
+        link_running(*attempt);
         // co_spawn dispatches: it could run the attempt inline, under our
         // mutex. Posting the launch keeps user code out of it.
         asio::post(attempt->strand, [core = self.lock(), attempt] {
             asio::co_spawn(attempt->strand, run_attempt(core, attempt),
-                           asio::bind_cancellation_slot(attempt->signal.slot(), [core](std::exception_ptr) {
-                               core->s_->attempt_exited();
+                           asio::bind_cancellation_slot(attempt->signal.slot(), [core, attempt](std::exception_ptr) {
+                               core->s_->attempt_exited(*attempt);
                            }));
         });
     }
@@ -146,10 +217,15 @@ struct SchedulerCore::State {
         logger()->debug("task {} lease {}: aborting attempt ({})", a.task.value, a.lease.value, core::to_string(a.reason));
         // On the attempt's strand, in the order of SPEC §4: the executor's
         // abort, then the context, then Asio cancellation of the coroutine.
-        asio::post(attempt->strand, [attempt, lease = a.lease] {
-            if (attempt->pool->def.executor.abort) attempt->pool->def.executor.abort(lease);
-            attempt->state->cancel.cancel();
-            attempt->signal.emit(asio::cancellation_type::terminal);
+        // Each step is contained, so a throwing abort or on_cancel callback
+        // neither escapes the application's run() nor skips the later steps.
+        // The core is held: the coroutine may have returned meanwhile.
+        asio::post(attempt->strand, [core = self.lock(), attempt, lease = a.lease] {
+            if (const auto& abort = attempt->pool->def.executor.abort)
+                contained("the executor's abort", *attempt, [&] { abort(lease); });
+            attempt->state->cancel.cancel();  // contains its callbacks
+            contained("cancellation of the coroutine", *attempt,
+                      [&] { attempt->signal.emit(asio::cancellation_type::terminal); });
         });
     }
 
@@ -243,7 +319,7 @@ struct SchedulerCore::State {
         const PoolRuntime& pool = pools[pool_id];
         auto info = std::make_shared<TaskInfo>();
         info->id = id;
-        info->pool = &pool.def.engine.name;
+        info->pool = pool.name;
         info->kind = std::move(r.kind);
         info->key = std::move(r.key);
         if (!r.traceparent)
@@ -305,6 +381,7 @@ struct SchedulerCore::State {
     }
 
     void rearm_recurring() {
+        if (finished) return;
         const auto now = clock->now();
         const auto wall = clock->system_now();
         auto earliest = std::chrono::system_clock::time_point::max();
@@ -327,6 +404,7 @@ struct SchedulerCore::State {
 
     // ---- timing (mutex held) -------------------------------------------------
     void rearm() {
+        if (finished) return;
         const auto next = engine.next_wakeup();
         if (next == armed) return;
         armed = next;
@@ -394,9 +472,38 @@ struct SchedulerCore::State {
         a.state->cancel.cancel();
     }
 
-    void attempt_exited() {
+    void attempt_exited(Attempt& a) {
         std::lock_guard lock(mu);
-        --coroutines;
+        if (!unlink_running(a)) {
+            logger()->warn("task {} lease {}: abandoned attempt returned after shutdown; its result was ignored",
+                           a.state->task->id.value, a.state->lease.value);
+            return;
+        }
+        check_drained();
+    }
+
+    // Shutdown waits `abandon_after` for coroutines of attempts the engine
+    // has ended (all aborted by now); what ignores cancellation longer is
+    // abandoned: it keeps what it uses alive, and its late result is ignored.
+    void arm_abandon() {
+        if (abandon_armed) return;
+        abandon_armed = true;
+        const auto at = core::add_saturated(clock->now(), options.abandon_after);
+        abandon_timer->arm(at, [w = self] {
+            if (auto core = w.lock()) core->s_->abandon_deaf_attempts();
+        });
+    }
+
+    void abandon_deaf_attempts() {
+        std::lock_guard lock(mu);
+        while (running_attempts.next != &running_attempts) {
+            Attempt& a = static_cast<Attempt&>(*running_attempts.next);
+            logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
+                           "abandoned, its result will be ignored",
+                           a.state->task->id.value, a.state->lease.value, *a.pool->name, a.state->attempt,
+                           options.abandon_after.count() / 1000000);
+            unlink_running(a);
+        }
         check_drained();
     }
 
@@ -415,10 +522,14 @@ struct SchedulerCore::State {
     }
 
     void check_drained() {
-        if (!shutting_down || drained->is_set()) return;
-        if (engine.live_tasks() != 0 || coroutines != 0) return;
+        if (!shutting_down || finished) return;
+        if (engine.live_tasks() != 0) return;
+        if (coroutines != 0) return arm_abandon();
+        finished = true;
         armed.reset();
         timer->disarm();
+        abandon_timer->disarm();
+        recurring_timer->disarm();
         for (auto& w : subscribers)
             if (auto q = w.lock()) q->close();
         subscribers.clear();
@@ -434,6 +545,7 @@ SchedulerCore::~SchedulerCore() {
     // The timer's callback holds only a weak reference; cancel its wait.
     if (s_ && s_->timer) s_->timer->disarm();
     if (s_ && s_->recurring_timer) s_->recurring_timer->disarm();
+    if (s_ && s_->abandon_timer) s_->abandon_timer->disarm();
 }
 
 std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor executor, SchedulerOptions options,
@@ -441,6 +553,10 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     if (pools.empty()) throw ConfigError("pools: at least one pool is required");
     if (!executor) throw ConfigError("executor: build() needs a valid executor");
     for (const auto& d : pools) validate(d);
+    if (options.blocking_threads > max_threads)
+        throw ConfigError("blocking_threads: at most " + std::to_string(max_threads) + " (got " +
+                          std::to_string(options.blocking_threads) + ")");
+    if (options.abandon_after.count() < 0) throw ConfigError("abandon_after: must not be negative");
     auto state = std::make_unique<State>(executor, std::move(options));  // validates engine constants
     for (auto& d : pools) {
         d.engine.max_workers = d.max_workers;
@@ -451,6 +567,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     }
     state->timer = state->clock->make_timer(executor);
     state->recurring_timer = state->clock->make_timer(executor);
+    state->abandon_timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
     return core;
@@ -490,15 +607,27 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
             else
                 pool->waiting_submits.push_back(turn);
         }
-        try {
-            co_await turn->async_wait(asio::use_awaitable);
-        } catch (...) {
-            // Cancelled: leave the queue; nothing was admitted.
-            std::lock_guard lock(s.mu);
-            for (PoolRuntime& p : s.pools) std::erase(p.waiting_submits, turn);
-            throw;
-        }
+        // A cancelled waiter leaves the queue in the cancellation itself,
+        // under the mutex: either it leaves before room is handed to it, and
+        // the next waiter gets the room, or the room came first and the wait
+        // completes normally (and passes on what it does not use).
+        UniqueFunction<void()> leave = [weak = weak_from_this(), turn] {
+            auto core = weak.lock();
+            if (!core) return;
+            std::lock_guard lock(core->s_->mu);
+            for (PoolRuntime& p : core->s_->pools) std::erase(p.waiting_submits, turn);
+        };
+        auto wait = turn->async_wait(asio::use_awaitable, std::move(leave));
+        co_await std::move(wait);  // throws operation_aborted when cancelled: nothing was admitted
     }
+}
+
+std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
+    std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
+    results.reserve(requests.size());
+    std::lock_guard lock(s_->mu);
+    for (TaskRequest& r : requests) results.push_back(s_->submit_one(r));
+    return results;
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
@@ -608,7 +737,9 @@ asio::any_io_executor SchedulerCore::blocking_executor() {
     std::lock_guard lock(s_->mu);
     if (!s_->blocking) {
         std::size_t n = s_->options.blocking_threads;
-        if (n == 0) n = std::max<std::size_t>(2, std::thread::hardware_concurrency());
+        if (n == 0) n = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, max_threads);
+        // Throws std::system_error when a thread cannot start; the next
+        // offload tries again.
         s_->blocking = std::make_unique<BlockingPool>(n);
     }
     return s_->blocking->get_executor();
@@ -661,6 +792,11 @@ Snapshot SchedulerCore::snapshot() const {
         p.fixed_start_hit_rate = st.fixed_start_hit_rate;
     }
     return out;
+}
+
+std::uint64_t SchedulerCore::lock_acquisitions() const {
+    std::lock_guard lock(s_->mu);
+    return s_->mu.acquisitions();
 }
 
 std::uint64_t SchedulerCore::late_reports() const {

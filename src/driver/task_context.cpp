@@ -1,19 +1,33 @@
 // TaskContext, CancellationToken and offload: what an attempt sees.
 #include <cronoq/cancellation_token.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/logging.hpp>
 #include <cronoq/offload.hpp>
 #include <cronoq/task_context.hpp>
+#include <cronoq/task_error.hpp>
 
 #include "attempt_state.hpp"
 
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
 
 #include <stdexcept>
+#include <system_error>
 
 namespace cronoq {
 
 // ---- CancellationToken ------------------------------------------------------------
+
+void detail::log_contained_exception(const char* what) noexcept {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        logger()->warn("{} threw: {}", what, e.what());
+    } catch (...) {
+        logger()->warn("{} threw a non-standard exception", what);
+    }
+}
 
 CancellationToken::CancellationToken() : state_(std::make_shared<detail::CancelState>()) {}
 
@@ -62,8 +76,15 @@ void TaskContext::heartbeat() const {
 asio::awaitable<void> detail::offload_erased(const TaskContext& ctx, UniqueFunction<void()> job) {
     auto core = ctx.state()->core.lock();
     if (!core) throw std::logic_error("cronoq::offload: the scheduler of this context is gone");
+    asio::any_io_executor blocking;
+    try {
+        blocking = core->blocking_executor();
+    } catch (const std::system_error& e) {
+        // Threads may be short for a while (a process limit): retry later.
+        throw TaskError::retryable(std::string("offload: cannot start the blocking thread pool: ") + e.what());
+    }
     auto done = WaitList::create();
-    asio::post(core->blocking_executor(), [job = std::move(job), done]() mutable {
+    asio::post(blocking, [job = std::move(job), done]() mutable {
         job();
         // Destroy the job (and what it captured) before the waiter resumes:
         // nothing of it may outlive the co_await on this thread.

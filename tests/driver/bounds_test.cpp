@@ -145,3 +145,60 @@ TEST(Bounds, RejectAndShedThroughTheDriver) {
     EXPECT_EQ(high.status(), TaskStatus::Ready);
     test::run(f.io, sched.shutdown(0s));
 }
+
+// Room that appears after a waiting submitter was cancelled, but before its
+// coroutine resumed, goes to the next waiter: the cancelled one left the
+// queue in the cancellation itself.
+TEST(Bounds, CancelledWaiterPassesRoomToTheNextWaiter) {
+    Fixture f;
+    auto sched = f.build(Bounds{1}, OverflowPolicy::Wait);
+    sched.try_submit(Task<int>(0)).value();                  // runs
+    auto pending = sched.try_submit(Task<int>(1)).value();   // the bound
+    asio::cancellation_signal cancel_first;
+    std::exception_ptr first_error;
+    bool first_done = false;
+    std::vector<int> admitted;
+    asio::co_spawn(f.io, sched.submit(Task<int>(2)),
+                   asio::bind_cancellation_slot(cancel_first.slot(), [&](std::exception_ptr e, TaskHandle<int>) {
+                       first_error = e;
+                       first_done = true;
+                   }));
+    asio::co_spawn(f.io, sched.submit(Task<int>(3)), [&](std::exception_ptr e, TaskHandle<int>) {
+        if (!e) admitted.push_back(3);
+    });
+    f.io.poll();
+    ASSERT_FALSE(first_done);
+    cancel_first.emit(asio::cancellation_type::terminal);  // the first waiter has not resumed yet
+    ASSERT_TRUE(pending.cancel());                          // room for one, at once
+    f.io.poll();
+    ASSERT_TRUE(first_done);
+    EXPECT_TRUE(first_error) << "the cancelled submit must fail with operation_aborted";
+    EXPECT_EQ(admitted, (std::vector<int>{3})) << "the room went to the cancelled waiter";
+    // Nothing is left waiting: the pool drains and run() returns after shutdown.
+    for (int n : {0, 3}) f.release(n);
+    test::run(f.io, sched.shutdown(0s));
+    f.io.restart();
+    f.io.run();
+}
+
+// Room handed to a waiter just before it is cancelled is not lost either:
+// its wait completes normally and the task is admitted.
+TEST(Bounds, WaiterCancelledAfterItsTurnCameIsAdmitted) {
+    Fixture f;
+    auto sched = f.build(Bounds{1}, OverflowPolicy::Wait);
+    sched.try_submit(Task<int>(0)).value();
+    auto pending = sched.try_submit(Task<int>(1)).value();
+    asio::cancellation_signal cancel_first;
+    std::vector<int> admitted;
+    asio::co_spawn(f.io, sched.submit(Task<int>(2)),
+                   asio::bind_cancellation_slot(cancel_first.slot(), [&](std::exception_ptr e, TaskHandle<int>) {
+                       if (!e) admitted.push_back(2);
+                   }));
+    f.io.poll();
+    ASSERT_TRUE(pending.cancel());                          // the turn goes to the waiter
+    cancel_first.emit(asio::cancellation_type::terminal);  // too late to withdraw it
+    f.io.poll();
+    EXPECT_EQ(admitted, (std::vector<int>{2}));
+    for (int n : {0, 2}) f.release(n);
+    test::run(f.io, sched.shutdown(0s));
+}

@@ -6,6 +6,8 @@
 #include <asio/use_awaitable.hpp>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -128,4 +130,77 @@ TEST(Cancellation, CancellingTheWaiterLeavesTheTaskAlone) {
     io.restart();
     io.run();
     EXPECT_EQ(h.status(), TaskStatus::Cancelled);
+}
+
+namespace {
+
+// Its abort() and its first on_cancel callback throw; the log shows which
+// later steps of the abort sequence still happened.
+struct ThrowingAbortExecutor {
+    std::shared_ptr<std::vector<std::string>> log = std::make_shared<std::vector<std::string>>();
+
+    asio::awaitable<Result<int>> execute(TaskContext c, std::shared_ptr<const int>) {
+        auto token = c.cancellation_token();
+        token.on_cancel([] { throw std::runtime_error("callback kaput"); });
+        token.on_cancel([log = log] { log->push_back("second callback"); });
+        asio::steady_timer timer(co_await asio::this_coro::executor, 1h);
+        try {
+            co_await timer.async_wait(asio::use_awaitable);
+            log->push_back("timer fired");
+        } catch (const std::system_error& e) {
+            log->push_back(e.code() == asio::error::operation_aborted ? "operation_aborted" : "other error");
+            log->push_back(c.is_cancelled() ? "context cancelled" : "context live");
+        }
+        co_return TaskError::cancelled();
+    }
+    void abort(LeaseId) {
+        log->push_back("abort");
+        throw std::runtime_error("abort kaput");
+    }
+};
+
+}  // namespace
+
+TEST(Cancellation, ThrowingAbortAndCallbackAreContainedAndTheSequenceGoesOn) {
+    asio::io_context io;
+    ThrowingAbortExecutor exec;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").executor(exec)).build(io.get_executor());
+    auto h = sched.try_submit(Task<int>(0)).value();
+    io.poll();
+    ASSERT_EQ(h.status(), TaskStatus::Running);
+    EXPECT_TRUE(h.cancel());
+    EXPECT_NO_THROW(io.run()) << "an exception of abort() or on_cancel must not escape run()";
+    EXPECT_EQ(h.status(), TaskStatus::Cancelled);
+    EXPECT_EQ(*exec.log, (std::vector<std::string>{"abort", "second callback", "operation_aborted", "context cancelled"}));
+    bool done = false;
+    asio::co_spawn(io, sched.shutdown(0s), [&](std::exception_ptr) { done = true; });
+    io.restart();
+    io.run();
+    EXPECT_TRUE(done);
+}
+
+// A context stays valid for as long as it lives, also after the scheduler
+// (and the io_context it ran on) are gone.
+TEST(Cancellation, ContextOutlivesItsScheduler) {
+    std::optional<TaskContext> kept;
+    {
+        asio::io_context io;
+        auto sched = Sched::builder()
+                         .pool(Pool<int, int>("the-pool").executor_fn(
+                             [&](TaskContext ctx, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
+                                 kept = ctx;
+                                 co_return *x;
+                             }))
+                         .build(io.get_executor());
+        sched.try_submit(Task<int>(1).kind("k").key("the-key").tag("t", "v")).value();
+        io.run();
+        cronoq::test::run(io, sched.shutdown(0s));
+    }
+    ASSERT_TRUE(kept);
+    EXPECT_EQ(kept->pool(), "the-pool");
+    EXPECT_EQ(kept->kind(), "k");
+    EXPECT_EQ(kept->key(), std::optional<std::string>("the-key"));
+    EXPECT_EQ(kept->tag("t"), std::optional<std::string>("v"));
+    EXPECT_TRUE(kept->is_cancelled());  // ended attempts report cancelled
+    kept->heartbeat();                  // a no-op, not a crash
 }

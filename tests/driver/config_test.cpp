@@ -69,6 +69,21 @@ TEST(Config, WorkersZeroMaxNamesMax) {
     EXPECT_CONTAINS(msg, "max");
 }
 
+TEST(Config, WorkersInitialZeroWithoutAutoscalerIsRejectedAndNamed) {
+    // Its tasks would stay Ready forever: nothing can raise the capacity.
+    const auto msg = build_error(Sched::builder().pool(good_pool("idle").workers(0, 0, 4)));
+    EXPECT_CONTAINS(msg, "idle");
+    EXPECT_CONTAINS(msg, "initial");
+    EXPECT_CONTAINS(msg, "autoscale");
+    asio::io_context io;
+    EXPECT_NO_THROW(Sched::builder().pool(good_pool("scaled").workers(0, 0, 4).autoscale(AutoscaleConfig{})).build(io.get_executor()));
+}
+
+TEST(Config, ThreadCountsAreBounded) {
+    EXPECT_CONTAINS(build_error(Sched::builder().pool(good_pool()).blocking_threads(100000)), "blocking_threads");
+    EXPECT_CONTAINS(build_error(Sched::builder().pool(good_pool()).abandon_after(-1s)), "abandon_after");
+}
+
 TEST(Config, WorkersInitialOutsideRangeNamesInitial) {
     const auto above = build_error(Sched::builder().pool(good_pool("above").workers(1, 5, 3)));
     EXPECT_CONTAINS(above, "above");

@@ -49,6 +49,9 @@ public:
     Self& clock(std::shared_ptr<Clock> c) { options_.clock = std::move(c); return self(); }
     /// Threads of the pool for blocking work (0: hardware concurrency, >= 2).
     Self& blocking_threads(std::size_t n) { options_.blocking_threads = n; return self(); }
+    /// How long `shutdown` waits, after aborting an attempt, for its
+    /// coroutine to return before abandoning it (default 1 s; SPEC §12).
+    Self& abandon_after(std::chrono::nanoseconds d) { options_.abandon_after = d; return self(); }
     /// Capacity of each subscriber's event queue (default 4096).
     Self& event_capacity(std::size_t n) { options_.event_capacity = n; return self(); }
 

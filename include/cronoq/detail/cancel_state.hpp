@@ -10,6 +10,10 @@
 
 namespace cronoq::detail {
 
+/// Logs the exception being handled, thrown by `what` (a cancellation
+/// callback): cancellation goes on past a throwing callback.
+void log_contained_exception(const char* what) noexcept;
+
 class CancelState {
 public:
     bool is_cancelled() const { return cancelled_.load(std::memory_order_acquire); }
@@ -25,7 +29,8 @@ public:
         callback();
     }
 
-    /// Fires once; later calls do nothing. Callbacks run on this thread.
+    /// Fires once; later calls do nothing. Callbacks run on this thread; one
+    /// that throws is logged and the others still run.
     void cancel() {
         std::vector<std::function<void()>> callbacks;
         std::shared_ptr<WaitList> waits;  // a list made after this sees cancelled_
@@ -35,7 +40,13 @@ public:
             callbacks.swap(callbacks_);
             waits = waits_;
         }
-        for (auto& cb : callbacks) cb();
+        for (auto& cb : callbacks) {
+            try {
+                cb();
+            } catch (...) {
+                log_contained_exception("an on_cancel callback");
+            }
+        }
         if (waits) waits->set();
     }
 

@@ -28,11 +28,18 @@ namespace cronoq::detail {
 
 class EventQueue;
 
+/// The most threads a scheduler starts for one purpose (the io_context
+/// threads of a BlockingScheduler, the blocking pool).
+inline constexpr std::size_t max_threads = 1024;
+
 struct SchedulerOptions {
     core::EngineConfig engine;
     std::shared_ptr<Clock> clock;       ///< null: Clock::steady()
     std::size_t blocking_threads = 0;   ///< 0: the hardware's concurrency, at least 2
     std::size_t event_capacity = 4096;  ///< per subscriber
+    /// How long shutdown waits for the coroutine of an aborted attempt
+    /// before abandoning it.
+    std::chrono::nanoseconds abandon_after = std::chrono::seconds(1);
 };
 
 class SchedulerCore : public std::enable_shared_from_this<SchedulerCore> {
@@ -46,6 +53,9 @@ public:
     /// As try_submit, but waits in FIFO order for room under
     /// OverflowPolicy::Wait; throws SubmitException on an error.
     asio::awaitable<std::shared_ptr<HandleState>> submit(TaskRequest request);
+    /// Each request admitted or rejected on its own, under one acquisition
+    /// of the engine; results in the order of `requests`.
+    std::vector<SubmitResult<std::shared_ptr<HandleState>>> try_submit_many(std::vector<TaskRequest> requests);
     /// All or nothing; handles in the order of `requests`.
     SubmitResult<std::vector<std::shared_ptr<HandleState>>> try_submit_batch(std::vector<TaskRequest> requests);
     /// Adds or replaces the schedule named `request.name`. Throws
@@ -68,6 +78,8 @@ public:
     /// Engine figures of a pool; empty for an unknown name.
     std::optional<core::PoolCounters> counters(std::string_view pool) const;
     std::uint64_t late_reports() const;
+    /// How often the engine's lock was taken so far (a cost figure).
+    std::uint64_t lock_acquisitions() const;
     Snapshot snapshot() const;
 
     struct State;  // defined in src/driver/scheduler_core.cpp

@@ -55,13 +55,26 @@ public:
     /// Completes with no error once the flag is set (at once if it is).
     template <class Token>
     auto async_wait(Token&& token) {
+        return async_wait(std::forward<Token>(token), UniqueFunction<void()>{});
+    }
+
+    /// As above; when the waiting coroutine is cancelled, `on_cancel` runs
+    /// first, in the context of the cancellation, so that the owner of the
+    /// list can take the waiter out of its own queues at once (before the
+    /// aborted coroutine resumes). It may also run for a wait that was just
+    /// completed but has not resumed yet: it must tolerate that.
+    template <class Token>
+    auto async_wait(Token&& token, UniqueFunction<void()> on_cancel) {
         return asio::async_initiate<Token, void(std::error_code)>(
-            [self = shared_from_this()](auto handler) { self->initiate(std::move(handler)); }, token);
+            [self = shared_from_this(), on_cancel = std::move(on_cancel)](auto handler) mutable {
+                self->initiate(std::move(handler), std::move(on_cancel));
+            },
+            token);
     }
 
 private:
     template <class Handler>
-    void initiate(Handler handler) {
+    void initiate(Handler handler, UniqueFunction<void()> on_cancel) {
         auto slot = asio::get_associated_cancellation_slot(handler);
         auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
         Waiter waiter = [h = std::move(handler), work](std::error_code ec) mutable {
@@ -78,7 +91,8 @@ private:
         // and resume the coroutine: the slot belongs to that coroutine. The
         // slot's handler itself only ever runs in the coroutine's context.
         if (slot.is_connected()) {
-            slot.assign([self = shared_from_this(), id](asio::cancellation_type) {
+            slot.assign([self = shared_from_this(), id, on_cancel = std::move(on_cancel)](asio::cancellation_type) mutable {
+                if (on_cancel) on_cancel();
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
         }

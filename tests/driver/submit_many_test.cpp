@@ -1,0 +1,86 @@
+// try_submit_many (SPEC §13): independent tasks in one engine step, each
+// admitted or rejected on its own.
+#include "driver_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace cronoq;
+
+namespace {
+
+using Sched = Scheduler<int, int>;
+
+asio::awaitable<Result<int>> twice(TaskContext, std::shared_ptr<const int> x) { co_return *x * 2; }
+
+}  // namespace
+
+TEST(SubmitMany, EachTaskIsAdmittedOrRejectedOnItsOwn) {
+    asio::io_context io;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").workers(1, 2, 2).executor_fn(twice)).build(io.get_executor());
+    std::vector<Task<int>> tasks;
+    tasks.push_back(Task<int>(1));
+    tasks.push_back(Task<int>(2).pool("nowhere"));
+    tasks.push_back(Task<int>(3).key("k"));
+    tasks.push_back(Task<int>(4).key("k"));  // the same key: the same task
+    tasks.push_back(Task<int>(5));
+    auto results = sched.try_submit_many(std::move(tasks));
+    ASSERT_EQ(results.size(), 5u);
+    ASSERT_TRUE(results[0]);
+    ASSERT_FALSE(results[1]);
+    EXPECT_EQ(results[1].error(), SubmitError::UnknownPool);
+    EXPECT_NE(results[1].message().find("nowhere"), std::string::npos);
+    ASSERT_TRUE(results[2]);
+    ASSERT_TRUE(results[3]);
+    EXPECT_EQ(results[2].value().id(), results[3].value().id());
+    ASSERT_TRUE(results[4]);
+    io.run();
+    EXPECT_EQ(*test::run(io, results[0].value().result()), 2);
+    EXPECT_EQ(*test::run(io, results[3].value().result()), 6);
+    EXPECT_EQ(*test::run(io, results[4].value().result()), 10);
+    test::run(io, sched.shutdown(0s));
+}
+
+TEST(SubmitMany, TakesTheEngineOnceForAllItsTasks) {
+    asio::io_context io;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").workers(1, 4, 4).executor_fn(twice)).build(io.get_executor());
+    std::vector<Task<int>> tasks;
+    for (int i = 0; i < 100; ++i) tasks.push_back(Task<int>(i));
+    const auto before = sched.lock_acquisitions();
+    auto results = sched.try_submit_many(std::move(tasks));
+    EXPECT_EQ(sched.lock_acquisitions() - before, 2u) << "one for the step, one to read the figure";
+    for (const auto& r : results) EXPECT_TRUE(r);
+    io.run();
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(*test::run(io, results[static_cast<std::size_t>(i)].value().result()), 2 * i);
+    test::run(io, sched.shutdown(0s));
+}
+
+TEST(SubmitMany, AfterShutdownEveryTaskIsRejected) {
+    asio::io_context io;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(twice)).build(io.get_executor());
+    test::run(io, sched.shutdown(0s));
+    std::vector<Task<int>> tasks;
+    tasks.push_back(Task<int>(1));
+    tasks.push_back(Task<int>(2));
+    for (const auto& r : sched.try_submit_many(std::move(tasks))) {
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error(), SubmitError::ShuttingDown);
+    }
+}
+
+TEST(SubmitMany, BlockingSchedulerToo) {
+    auto sched = BlockingScheduler<int, int>::builder().pool(Pool<int, int>("p").executor_fn(twice)).build();
+    std::vector<Task<int>> tasks;
+    tasks.push_back(Task<int>(20));
+    tasks.push_back(Task<int>(1).pool("nowhere"));
+    auto results = sched.try_submit_many(std::move(tasks));
+    ASSERT_EQ(results.size(), 2u);
+    ASSERT_TRUE(results[0]);
+    EXPECT_EQ(*results[0].value().get(), 40);
+    ASSERT_FALSE(results[1]);
+    EXPECT_EQ(results[1].error(), SubmitError::UnknownPool);
+    sched.shutdown(0s);
+}
