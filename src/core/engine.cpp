@@ -231,6 +231,14 @@ std::optional<TaskId> Engine::find_key(std::string_view key) const {
     return held->second;
 }
 
+std::optional<std::uint64_t> Engine::user(TaskId task) const { return s_->user_of(task); }
+
+void Engine::release_user(TaskId task) {
+    const auto status = s_->status_of(task);
+    if (!status || !is_terminal(*status)) return;
+    if (std::uint64_t* user = s_->user_slot(task)) *user = 0;
+}
+
 std::optional<TaskStatus> Engine::status(TaskId task) const {
     return s_->status_of(task);
 }

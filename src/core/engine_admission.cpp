@@ -285,6 +285,7 @@ TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
     t.lease = LeaseId{};
     t.pool = spec.pool;
     t.kind = spec.kind;
+    t.user = spec.user;
     t.priority = spec.priority;
     t.attempt = 0;
     t.has_deadline = spec.deadline.has_value();

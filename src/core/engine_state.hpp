@@ -69,6 +69,22 @@ struct Engine::State {
         return *v;
     }
 
+    std::uint64_t* user_slot(TaskId id) {
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v) return nullptr;
+        if (!(*v & retained_bit)) return &slots[*v].user;
+        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
+        return &retained[offset].user;
+    }
+
+    std::optional<std::uint64_t> user_of(TaskId id) const {
+        const std::uint32_t* v = by_task.find(id.value);
+        if (!v) return std::nullopt;
+        if (!(*v & retained_bit)) return slots[*v].user;
+        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
+        return retained[offset].user;
+    }
+
     std::optional<TaskStatus> status_of(TaskId id) const {
         const std::uint32_t* v = by_task.find(id.value);
         if (!v) return std::nullopt;
@@ -98,7 +114,7 @@ struct Engine::State {
 
     // ---- actions ----------------------------------------------------------
     void emit_status(const TaskSlot& t, Time now) {
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}});
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}, t.user});
     }
 
     // ---- timing helpers ---------------------------------------------------
@@ -129,7 +145,10 @@ struct Engine::State {
     double urgency(const TaskSlot& t, Time now) const {
         const UrgencyConfig& u = config.urgency;
         const double until = to_seconds(diff_saturated(t.latest_start, now));
-        const double window = to_seconds(u.window);
+        // The latest start is the deadline less the expected duration, so
+        // their difference gives that duration back without a field per slot.
+        const double expected = to_seconds(diff_saturated(t.deadline, t.latest_start));
+        const double window = std::max(to_seconds(u.window), u.window_factor * expected);
         if (until > window) return 0.0;
         if (until >= 0) return window > 0 ? u.max * (1.0 - until / window) : u.max;
         return u.max + std::min(u.overdue_rate * -until, u.overdue_cap);
@@ -153,7 +172,7 @@ struct Engine::State {
         switch (t.status) {
             case TaskStatus::Ready:
                 --c.ready;
-                --c.ready_by_class[index_of(t.priority)];
+                if (--c.ready_by_class[index_of(t.priority)] == 0) pools[t.pool].queue.drop_credit(t.priority);
                 if (pools[t.pool].may_shed) unlink_ready(static_cast<std::uint32_t>(&t - slots.data()));
                 break;
             case TaskStatus::Retrying: --c.retrying; break;
@@ -220,7 +239,7 @@ struct Engine::State {
         by_lease.insert(t.lease.value, s);
         const Time check = std::min(t.attempt_deadline, t.lease_expiry);
         if (check != never) push_timer(check, s, t.gen, TimerKind::Attempt);
-        actions.emplace_back(Dispatch{t.id, t.lease, t.pool, t.attempt});
+        actions.emplace_back(Dispatch{t.id, t.lease, t.pool, t.attempt, t.user});
         emit_status(t, now);
     }
 
@@ -261,10 +280,10 @@ struct Engine::State {
         }
         --live;
         kinds.task_ended(t.kind);
-        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message)});
+        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message), t.user});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-        retained.push_back(RetainedTask{t.id, now, t.pool, status, t.key});
+        retained.push_back(RetainedTask{t.id, now, t.pool, status, t.key, t.user});
         by_task.assign(t.id.value, retained_bit | seq);
         t.id = TaskId{};
         t.message.clear();
@@ -283,7 +302,7 @@ struct Engine::State {
         t.status = TaskStatus::Retrying;
         t.message = std::move(message);
         ++t.gen;
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, t.message});
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, t.message, t.user});
         const Duration delay = detail::retry_delay(t.retry, t.attempt + 1, retry_after, rng);
         if (delay.count() <= 0) return make_ready(s, now);
         const Time at = later(now, delay);
@@ -293,7 +312,7 @@ struct Engine::State {
     void abandon_attempt(std::uint32_t s, AbortReason reason, Time now) {
         TaskSlot& t = slots[s];
         end_lease(t, now);
-        actions.emplace_back(Abort{t.id, t.lease, t.pool, reason});
+        actions.emplace_back(Abort{t.id, t.lease, t.pool, reason, t.user});
         PoolCounters& c = pools[t.pool].counters;
         switch (reason) {
             case AbortReason::Timeout:
@@ -476,7 +495,7 @@ struct Engine::State {
             if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
             by_task.erase(r.id.value);
             if (r.key) keys.erase(keys.find(*r.key));  // by iterator: the key lives in that node
-            actions.emplace_back(Forget{r.id});
+            actions.emplace_back(Forget{r.id, r.user});
             retained.pop_front();
             retained_head = (retained_head + 1) & ~retained_bit;
         }

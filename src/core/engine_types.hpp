@@ -79,6 +79,7 @@ struct TaskSlot {
     // shedding: only in pools that may shed.
     std::uint32_t older = no_slot;
     std::uint32_t newer = no_slot;
+    std::uint64_t user = 0;  // TaskSpec::user
 };
 
 // A fixed-start task's start, kept beside its slot (few tasks have one).
@@ -97,6 +98,7 @@ struct RetainedTask {
     PoolId pool;
     TaskStatus status;
     const std::string* key;  // into State::keys; released when the task is forgotten
+    std::uint64_t user;      // TaskSpec::user
 };
 
 // `by_task` maps an id to its slot, or, with this bit set, to the sequence

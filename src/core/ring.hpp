@@ -13,6 +13,7 @@ public:
     const T& front() const { return items_[head_]; }
     /// The i-th element from the front.
     const T& operator[](std::size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
+    T& operator[](std::size_t i) { return items_[(head_ + i) & (items_.size() - 1)]; }
 
     void push_back(const T& value) {
         if (size_ == items_.size()) grow();

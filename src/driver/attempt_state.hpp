@@ -1,8 +1,18 @@
 #pragma once
 // What the driver keeps per task and per attempt, shared with TaskContext.
+//
+// One allocation per task: its `TaskRecord` is the handles' state, the
+// task's description for its attempts and the driver's bookkeeping at once;
+// the engine carries a pointer to it (TaskSpec::user), so the driver needs
+// no map from task id. One allocation per attempt: its `Attempt` is the
+// context's state and the coroutine's cancellation signal.
 #include <cronoq/detail/cancel_state.hpp>
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/handle_state.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/task_context.hpp>
+
+#include <asio/cancellation_signal.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -13,8 +23,10 @@
 namespace cronoq::detail {
 
 class SchedulerCore;
+struct PoolRuntime;
+struct Attempt;
 
-/// Immutable after submit; shared by the task's record and its attempts.
+/// Immutable after submit; what an attempt's context shows of its task.
 struct TaskInfo {
     TaskId id;
     std::shared_ptr<const std::string> pool;  // shared: a context may outlive its scheduler
@@ -27,13 +39,44 @@ struct TaskInfo {
     std::shared_ptr<const void> payload;
 };
 
+/// A task's one allocation in the driver.
+struct TaskRecord final : HandleState, TaskInfo {
+    TaskRecord(TaskId task, std::weak_ptr<SchedulerCore> core) : HandleState(task, std::move(core)) { TaskInfo::id = task; }
+
+    // Guarded by the engine's mutex.
+    /// The engine's reference, behind TaskSpec::user: set at admission,
+    /// dropped when the engine lets go (terminal without a key, or Forget).
+    std::shared_ptr<TaskRecord> engine_ref;
+    /// The attempt holding the live lease, if one runs.
+    std::shared_ptr<Attempt> live;
+    /// The output of a success being reported, until its Status takes it.
+    std::shared_ptr<const void> output;
+};
+
+inline std::uint64_t to_user(TaskRecord* r) { return reinterpret_cast<std::uintptr_t>(r); }
+inline TaskRecord* from_user(std::uint64_t u) { return reinterpret_cast<TaskRecord*>(static_cast<std::uintptr_t>(u)); }
+
 struct AttemptState {
-    std::shared_ptr<const TaskInfo> task;
+    std::shared_ptr<const TaskInfo> task;  // aliases the task's record
     LeaseId lease;
     std::uint32_t attempt = 0;
     bool needs_heartbeat = false;
     CancelState cancel;  // tokens alias this state: no allocation of its own
     std::weak_ptr<SchedulerCore> core;
+};
+
+/// Links every attempt whose coroutine has not returned (guarded by the
+/// engine's mutex), so that shutdown can name and abandon the deaf ones.
+struct RunningLink {
+    RunningLink* prev = this;
+    RunningLink* next = this;
+};
+
+struct Attempt final : AttemptState, RunningLink {
+    TaskRecord* record = nullptr;  // kept alive by `task`
+    const PoolRuntime* pool = nullptr;
+    asio::cancellation_signal signal;
+    bool running = false;  // linked; false once returned or abandoned
 };
 
 }  // namespace cronoq::detail

@@ -18,6 +18,7 @@ struct Dispatch {
     LeaseId lease;
     PoolId pool;
     std::uint32_t attempt;
+    std::uint64_t user;  ///< TaskSpec::user
 };
 
 enum class AbortReason : std::uint8_t { Cancelled, Timeout, LeaseExpired, Shutdown };
@@ -30,6 +31,7 @@ struct Abort {
     LeaseId lease;
     PoolId pool;
     AbortReason reason;
+    std::uint64_t user;  ///< TaskSpec::user
 };
 
 /// A status transition of a task. Terminal ones carry the last error, if any.
@@ -40,6 +42,7 @@ struct Status {
     std::uint32_t attempt;  ///< attempts started so far
     Time at;
     std::string message;
+    std::uint64_t user;  ///< TaskSpec::user
 };
 
 /// The pool's capacity is now `capacity` (autoscaling).
@@ -58,6 +61,7 @@ struct SpaceAvailable {
 /// free again. The driver drops what it kept for the task.
 struct Forget {
     TaskId task;
+    std::uint64_t user;  ///< TaskSpec::user
 };
 
 using Action = std::variant<Dispatch, Abort, Status, ScaleTo, SpaceAvailable, Forget>;

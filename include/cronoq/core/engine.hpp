@@ -183,6 +183,12 @@ public:
     /// When `tick` next has work; empty when nothing is timed.
     std::optional<Time> next_wakeup() const;
 
+    /// A live or retained task's `TaskSpec::user`; empty once forgotten.
+    std::optional<std::uint64_t> user(TaskId task) const;
+    /// For a terminal task whose owner let go of what its `user` value
+    /// refers to: `user()` and its `Forget` give 0 from now on. Does
+    /// nothing for a live or unknown task.
+    void release_user(TaskId task);
     /// A live or retained task's status; empty once forgotten.
     std::optional<TaskStatus> status(TaskId task) const;
 

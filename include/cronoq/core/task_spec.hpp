@@ -97,6 +97,10 @@ struct TaskSpec {
     /// are held until the attempt ends. A task short of one waits parked on
     /// it without holding back other tasks.
     std::vector<ResourceUse> resources;
+    /// The owner's value for this task (the driver's record), opaque to the
+    /// engine and handed back in every action about the task, so that its
+    /// owner needs no map from task id to what it keeps.
+    std::uint64_t user = 0;
 };
 
 /// How an attempt ended, as reported by its executor.

@@ -22,6 +22,9 @@ public:
     HandleState(TaskId id, std::weak_ptr<SchedulerCore> core) : id_(id), core_(std::move(core)) {}
 
     TaskId id() const { return id_; }
+    /// Sets the id once the engine has given one, before the state is
+    /// shared with any handle.
+    void assign_id(TaskId id) { id_ = id; }
     TaskStatus status() const { return status_.load(std::memory_order_acquire); }
     void set_status(TaskStatus s) { status_.store(s, std::memory_order_release); }
 

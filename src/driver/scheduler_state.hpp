@@ -1,0 +1,212 @@
+#pragma once
+// The driver core's state and its step pipeline (SPEC §13).
+//
+// Engine steps: every call that changes the engine runs inside a `Step`,
+// which holds the engine's mutex. Attempts report their end through an
+// inbox instead of taking the mutex: whoever holds the mutex drains the
+// inbox before letting go (a report that finds the mutex taken is served
+// by its holder), so one acquisition serves many reports.
+//
+// Under the mutex the driver only calls the engine and does its own cheap
+// bookkeeping (launching and aborting attempts is a post). What touches
+// waiters or the application — completing handles, publishing events,
+// logging, waking the shutdown — is collected as `Deferred` work and done
+// after the mutex is released, still in the engine's order: the next step
+// cannot deliver before the previous one has (a second mutex, taken before
+// the engine's is released).
+#include <cronoq/clock.hpp>
+#include <cronoq/core/engine.hpp>
+#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/detail/unique_function.hpp>
+#include <cronoq/detail/wait_list.hpp>
+#include <cronoq/status_event.hpp>
+
+#include "attempt_state.hpp"
+#include "blocking_pool.hpp"
+#include "recurring.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/strand.hpp>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cronoq::detail {
+
+class EventQueue;
+
+struct PoolRuntime {
+    PoolDefinition def;
+    asio::any_io_executor executor;  // where attempts run
+    // Shared with every task's info, so that a TaskContext outliving the
+    // scheduler still knows its pool's name.
+    std::shared_ptr<const std::string> name;
+    // Attempts run on one of these strands, chosen by lease: Asio requires
+    // cancellation to be emitted where the coroutine runs, and a fixed set
+    // costs nothing per attempt (see docs/design.md).
+    std::vector<asio::strand<asio::any_io_executor>> strands;
+    // Submitters waiting for room under OverflowPolicy::Wait, in order; the
+    // head is woken when the engine announces space.
+    std::deque<std::shared_ptr<WaitList>> waiting_submits;
+};
+
+// The engine's mutex, counting its acquisitions: a figure of the driver's
+// cost per task that, unlike time, no noise can move.
+class EngineMutex {
+public:
+    void lock() {
+        mu_.lock();
+        ++acquisitions_;
+    }
+    bool try_lock() {
+        if (!mu_.try_lock()) return false;
+        ++acquisitions_;
+        return true;
+    }
+    void unlock() { mu_.unlock(); }
+    std::uint64_t acquisitions() const { return acquisitions_; }  // with the lock held
+
+private:
+    std::mutex mu_;
+    std::uint64_t acquisitions_ = 0;
+};
+
+/// An attempt's end, sent by its coroutine's completion.
+struct AttemptEnd {
+    std::shared_ptr<Attempt> attempt;
+    AttemptOutput output;
+};
+
+/// Work a step leaves for after the engine's mutex.
+struct Finish {  // a handle's terminal outcome
+    std::shared_ptr<TaskRecord> record;
+    TaskStatus status;
+    std::uint32_t attempt;
+    std::string message;
+    std::shared_ptr<const void> output;
+};
+struct Drained {};  // shutdown is complete: wake its waiters
+using Deferred = std::variant<Finish, StatusEvent, UniqueFunction<void()>, Drained>;
+
+struct SchedulerCore::State {
+    State(asio::any_io_executor ex, SchedulerOptions opts);
+
+    asio::any_io_executor executor;
+    SchedulerOptions options;
+    std::shared_ptr<Clock> clock;
+    std::weak_ptr<SchedulerCore> self;
+    // Whether debug lines are wanted, read once at build: the hot path
+    // does not ask the logger for every abort.
+    bool debug_logging = false;
+
+    // ---- guarded by `mu` ---------------------------------------------------------
+    mutable EngineMutex mu;
+    core::Engine engine;
+    std::vector<PoolRuntime> pools;
+    std::vector<core::Action> actions;
+    std::vector<Deferred> deferred;
+    std::vector<AttemptEnd> ends;  // the inbox drained into this buffer
+    std::unique_ptr<Clock::Timer> timer;
+    std::optional<core::Time> armed;
+    std::unique_ptr<Clock::Timer> recurring_timer;  // at the earliest next occurrence
+    std::unique_ptr<Clock::Timer> abandon_timer;    // shutdown's limit on deaf attempts
+    bool abandon_armed = false;
+    std::map<std::string, Schedule, std::less<>> schedules;
+    std::size_t coroutines = 0;     // attempt coroutines that have not returned (or were abandoned)
+    RunningLink running_attempts;   // the list of those coroutines
+    bool shutting_down = false;
+    bool finished = false;          // shutdown completed: no timer may be armed again
+
+    // ---- the inbox of attempt ends ---------------------------------------------
+    std::mutex inbox_mu;
+    std::vector<AttemptEnd> inbox;
+    std::atomic<bool> inbox_filled{false};
+
+    // ---- guarded by `deliver_mu`: what steps leave for after `mu` -----------------
+    std::mutex deliver_mu;
+    std::vector<std::weak_ptr<EventQueue>> subscribers;
+    std::atomic<std::size_t> subscriber_count{0};  // read under `mu` to skip building events
+    std::shared_ptr<WaitList> drained = WaitList::create();
+
+    // ---- the blocking pool, started on first use ----------------------------------
+    std::mutex blocking_mu;
+    std::unique_ptr<BlockingPool> blocking;
+
+    // ---- steps -------------------------------------------------------------------
+    /// Holds the engine for one step; on the way out serves the inbox,
+    /// releases the mutex and delivers what the step deferred.
+    class Step {
+    public:
+        explicit Step(State& s) : s_(s), lock_(s.mu) {}
+        ~Step();
+        Step(const Step&) = delete;
+        Step& operator=(const Step&) = delete;
+
+    private:
+        State& s_;
+        std::unique_lock<EngineMutex> lock_;
+    };
+    /// Ends a step: with `lock` held, serves the inbox and collects the
+    /// deferred work; then releases it and delivers that work in order.
+    void end_step(std::unique_lock<EngineMutex>& lock);
+    /// Queues an attempt's end; served by whichever step comes next, at
+    /// once if nobody holds the engine.
+    void post_end(AttemptEnd end);
+
+    // ---- actions (mutex held) ------------------------------------------------------
+    void apply(core::Time now);
+    void on(core::Dispatch& d, core::Time now, std::chrono::system_clock::time_point wall);
+    void on(core::Abort& a, core::Time now, std::chrono::system_clock::time_point wall);
+    void on(core::Status& s, core::Time now, std::chrono::system_clock::time_point wall);
+    void on(core::Forget& f, core::Time now, std::chrono::system_clock::time_point wall);
+    void on(core::ScaleTo& s, core::Time now, std::chrono::system_clock::time_point wall);
+    void on(core::SpaceAvailable& s, core::Time now, std::chrono::system_clock::time_point wall);
+    void wake_next_submit(PoolRuntime& pool);
+    void serve_ends(core::Time now);
+    void log(UniqueFunction<void()> line) { deferred.emplace_back(std::move(line)); }
+    void deliver(std::vector<Deferred>& work);
+
+    // ---- submission (mutex held) -----------------------------------------------------
+    using Failure = std::pair<SubmitError, std::string>;
+    std::optional<Failure> to_spec(const TaskRequest& r, core::Time now, std::chrono::system_clock::time_point wall,
+                                   core::TaskSpec& spec);
+    /// The record for a request about to be submitted.
+    std::shared_ptr<TaskRecord> make_record(core::PoolId pool, TaskRequest&& r, std::chrono::system_clock::time_point wall);
+    /// The handle of what the engine answered for `record`: the record
+    /// itself when admitted, else the record of the task holding the key.
+    std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record);
+    /// Consumes `r` only when it is admitted, so that a waiting submitter
+    /// can try again with it.
+    SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r);
+    std::optional<TaskId> resolve(const TaskRef& ref) const;
+
+    // ---- recurring schedules (mutex held) -------------------------------------------
+    void on_recurring_due();
+    void rearm_recurring();
+
+    // ---- timing (mutex held) --------------------------------------------------------
+    void rearm();
+    void on_wakeup();
+
+    // ---- attempts ---------------------------------------------------------------------
+    static asio::awaitable<AttemptOutput> run_attempt(std::shared_ptr<Attempt> a);
+    void link_running(Attempt& a);
+    bool unlink_running(Attempt& a);
+    void arm_abandon();
+    void abandon_deaf_attempts();
+
+    // ---- shutdown (mutex held) ---------------------------------------------------------
+    void begin_shutdown(std::chrono::nanoseconds grace);
+    void check_drained();
+};
+
+}  // namespace cronoq::detail

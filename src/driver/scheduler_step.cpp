@@ -1,0 +1,423 @@
+// The driver's step pipeline: engine calls under one mutex, the actions they
+// emit, attempts as coroutines, and what is delivered after the mutex (see
+// scheduler_state.hpp).
+#include <cronoq/logging.hpp>
+
+#include "event_queue.hpp"
+#include "scheduler_state.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace cronoq::detail {
+
+namespace {
+
+// Runs one step of the abort sequence; what it throws is logged and the
+// sequence goes on (SPEC §4: exceptions are contained).
+template <class F>
+void contained(const char* step, const Attempt& a, F&& f) noexcept {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        logger()->warn("task {} lease {}: {} threw: {}", a.task->id.value, a.lease.value, step, e.what());
+    } catch (...) {
+        logger()->warn("task {} lease {}: {} threw a non-standard exception", a.task->id.value, a.lease.value, step);
+    }
+}
+
+core::Outcome to_outcome(const AttemptOutput& out) {
+    if (!out.error) return core::Outcome::success();
+    const TaskError& e = *out.error;
+    switch (e.kind()) {
+        case TaskError::Kind::Retryable: return core::Outcome::retryable(e.message(), e.retry_after());
+        case TaskError::Kind::Permanent: return core::Outcome::permanent(e.message());
+        case TaskError::Kind::Cancelled: return core::Outcome::cancelled(e.message());
+    }
+    return core::Outcome::permanent(e.message());
+}
+
+}  // namespace
+
+SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
+    : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
+    clock = options.clock ? options.clock : Clock::steady();
+    debug_logging = logger()->should_log(spdlog::level::debug);
+}
+
+// ---- steps -------------------------------------------------------------------------
+
+SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
+
+void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
+    for (;;) {
+        if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
+        std::vector<Deferred> work;
+        work.swap(deferred);
+        // In order: this step's work is delivered before the next step's.
+        std::unique_lock delivering(deliver_mu);
+        lock.unlock();
+        deliver(work);
+        delivering.unlock();
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // see post_end
+        // An end posted while this step held the mutex found it taken and
+        // left itself to us: serve it, unless another step already does.
+        if (!inbox_filled.load(std::memory_order_acquire) || !lock.try_lock()) return;
+    }
+}
+
+void SchedulerCore::State::post_end(AttemptEnd end) {
+    {
+        std::lock_guard lock(inbox_mu);
+        inbox.push_back(std::move(end));
+        inbox_filled.store(true, std::memory_order_relaxed);
+    }
+    // Pairs with the fence in end_step: either this try_lock sees the
+    // holder's unlock, or the holder, after unlocking, sees the flag.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::unique_lock lock(mu, std::try_to_lock);
+    if (lock) end_step(lock);
+}
+
+void SchedulerCore::State::serve_ends(core::Time now) {
+    {
+        std::lock_guard lock(inbox_mu);
+        ends.swap(inbox);
+        inbox_filled.store(false, std::memory_order_relaxed);
+    }
+    for (AttemptEnd& end : ends) {
+        Attempt& a = *end.attempt;
+        const bool live = engine.complete(a.lease, to_outcome(end.output), now);
+        if (live) {
+            a.record->output = std::move(end.output.value);
+            if (a.record->live.get() == &a) a.record->live.reset();
+            // Not live: the engine abandoned the attempt, and what it threw
+            // on the way out (operation_aborted) is expected, not a panic.
+            if (end.output.error && end.output.error->message().rfind("panic: ", 0) == 0)
+                log([id = a.task->id, attempt = a.attempt, message = end.output.error->message()] {
+                    logger()->warn("task {} attempt {}: executor {}", id.value, attempt, message);
+                });
+        }
+        if (!unlink_running(a))
+            log([id = a.task->id, lease = a.lease] {
+                logger()->warn("task {} lease {}: abandoned attempt returned after shutdown; its result was ignored",
+                               id.value, lease.value);
+            });
+    }
+    ends.clear();
+    apply(now);
+    check_drained();
+}
+
+void SchedulerCore::State::deliver(std::vector<Deferred>& work) {
+    for (Deferred& d : work) {
+        if (auto* f = std::get_if<Finish>(&d)) {
+            f->record->finish(f->status, f->attempt, std::move(f->message), std::move(f->output));
+        } else if (auto* e = std::get_if<StatusEvent>(&d)) {
+            std::erase_if(subscribers, [&](const std::weak_ptr<EventQueue>& w) {
+                auto q = w.lock();
+                if (q) q->push(*e);
+                return !q;
+            });
+            subscriber_count.store(subscribers.size(), std::memory_order_relaxed);
+        } else if (auto* line = std::get_if<UniqueFunction<void()>>(&d)) {
+            (*line)();
+        } else {
+            for (auto& w : subscribers)
+                if (auto q = w.lock()) q->close();
+            subscribers.clear();
+            subscriber_count.store(0, std::memory_order_relaxed);
+            drained->set();
+        }
+    }
+}
+
+// ---- actions (mutex held) ------------------------------------------------------------
+
+void SchedulerCore::State::apply(core::Time now) {
+    engine.drain(actions);
+    if (actions.empty()) return rearm();
+    // Wall time only stamps events: read that clock only for subscribers.
+    const bool events = subscriber_count.load(std::memory_order_relaxed) > 0;
+    const auto wall = events ? clock->system_now() : std::chrono::system_clock::time_point{};
+    for (core::Action& action : actions) std::visit([&](auto& a) { on(a, now, wall); }, action);
+    rearm();
+    check_drained();
+}
+
+void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system_clock::time_point) {
+    TaskRecord* record = from_user(d.user);
+    PoolRuntime& pool = pools[d.pool];
+    auto attempt = std::make_shared<Attempt>();
+    attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));
+    attempt->lease = d.lease;
+    attempt->attempt = d.attempt;
+    attempt->needs_heartbeat = pool.def.engine.lease_ttl.has_value();
+    attempt->core = self;
+    attempt->record = record;
+    attempt->pool = &pool;
+    record->live = attempt;
+    link_running(*attempt);
+    const auto* strand = &pool.strands[d.lease.value % pool.strands.size()];
+    // co_spawn dispatches: it could run the attempt inline, under our mutex.
+    // Posting the launch keeps the executor out of it. The completion holds
+    // the core: what the attempt reports needs it.
+    asio::post(*strand, [core = self.lock(), attempt = std::move(attempt), strand]() mutable {
+        auto run = run_attempt(attempt);
+        auto& slot = attempt->signal;
+        asio::co_spawn(*strand, std::move(run),
+                       asio::bind_cancellation_slot(
+                           slot.slot(), [core = std::move(core), attempt = std::move(attempt)](std::exception_ptr e,
+                                                                                             AttemptOutput out) mutable {
+                               // run_attempt contains what the executor throws; this is the rest
+                               // (a coroutine frame that could not be allocated).
+                               if (e) out.error = TaskError::permanent("panic: the attempt could not run");
+                               core->s_->post_end(AttemptEnd{std::move(attempt), std::move(out)});
+                           }));
+    });
+}
+
+void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_clock::time_point) {
+    TaskRecord* record = from_user(a.user);
+    if (!record->live || record->live->lease != a.lease) return;
+    std::shared_ptr<Attempt> owner = std::move(record->live);
+    Attempt* found = owner.get();
+    if (debug_logging)
+        log([task = a.task, lease = a.lease, reason = a.reason] {
+            logger()->debug("task {} lease {}: aborting attempt ({})", task.value, lease.value, core::to_string(reason));
+        });
+    const auto& strand = found->pool->strands[a.lease.value % found->pool->strands.size()];
+    // On the attempt's strand, in the order of SPEC §4: the executor's
+    // abort, then the context, then Asio cancellation of the coroutine.
+    // Each step is contained, so a throwing abort or on_cancel callback
+    // neither escapes the application's run() nor skips the later steps.
+    // The core is held: the coroutine may have returned meanwhile.
+    asio::post(strand, [core = self.lock(), owner, found, lease = a.lease] {
+        if (const auto& abort = found->pool->def.executor.abort)
+            contained("the executor's abort", *found, [&] { abort(lease); });
+        found->cancel.cancel();  // contains its callbacks
+        contained("cancellation of the coroutine", *found, [&] { found->signal.emit(asio::cancellation_type::terminal); });
+    });
+}
+
+void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::system_clock::time_point wall) {
+    TaskRecord* record = from_user(s.user);
+    if (!record) return;
+    record->set_status(s.status);
+    if (subscriber_count.load(std::memory_order_relaxed) > 0)
+        deferred.emplace_back(StatusEvent{s.task, record->key, *record->pool, record->kind, s.status, s.attempt,
+                                          wall + (s.at - now), s.message});
+    if (!is_terminal(s.status)) return;
+    if (s.status == TaskStatus::Failed || s.status == TaskStatus::DeadLettered)
+        log([task = s.task, status = s.status, attempt = s.attempt, message = s.message] {
+            logger()->info("task {} {} after {} attempt(s): {}", task.value, to_string(status), attempt, message);
+        });
+    auto output = s.status == TaskStatus::Succeeded ? std::move(record->output) : nullptr;
+    record->output.reset();
+    std::shared_ptr<TaskRecord> ref = record->engine_ref;
+    // A keyed task's record stays while the engine retains the task, so
+    // that a resubmitted key gets a handle to its outcome (until Forget).
+    if (!record->key) {
+        engine.release_user(s.task);
+        // The attempt that just ended may still be returning: it holds the
+        // record through its context, not through this reference.
+        ref = std::move(record->engine_ref);
+    }
+    deferred.emplace_back(Finish{std::move(ref), s.status, s.attempt, std::move(s.message), std::move(output)});
+}
+
+void SchedulerCore::State::on(core::Forget& f, core::Time, std::chrono::system_clock::time_point) {
+    if (TaskRecord* record = from_user(f.user)) {
+        // Released after the mutex, with the step's other work.
+        deferred.emplace_back(UniqueFunction<void()>([ref = std::move(record->engine_ref)] {}));
+    }
+}
+
+void SchedulerCore::State::on(core::ScaleTo& s, core::Time, std::chrono::system_clock::time_point) {
+    if (debug_logging)
+        log([name = pools[s.pool].name, capacity = s.capacity] { logger()->debug("pool \"{}\": capacity {}", *name, capacity); });
+}
+
+void SchedulerCore::State::on(core::SpaceAvailable& s, core::Time, std::chrono::system_clock::time_point) {
+    wake_next_submit(pools[s.pool]);
+}
+
+void SchedulerCore::State::wake_next_submit(PoolRuntime& pool) {
+    if (pool.waiting_submits.empty()) return;
+    auto next = std::move(pool.waiting_submits.front());
+    pool.waiting_submits.pop_front();
+    next->set();  // posts the waiter's resumption
+}
+
+// ---- timing (mutex held) ----------------------------------------------------------------
+
+void SchedulerCore::State::rearm() {
+    if (finished) return;
+    const auto next = engine.next_wakeup();
+    if (next == armed) return;
+    armed = next;
+    if (!next) return timer->disarm();
+    timer->arm(*next, [w = self] {
+        if (auto core = w.lock()) core->s_->on_wakeup();
+    });
+}
+
+void SchedulerCore::State::on_wakeup() {
+    Step step(*this);
+    armed.reset();
+    const auto now = clock->now();
+    engine.tick(now);
+    apply(now);
+}
+
+// ---- attempts ------------------------------------------------------------------------------
+
+asio::awaitable<AttemptOutput> SchedulerCore::State::run_attempt(std::shared_ptr<Attempt> a) {
+    AttemptOutput out;
+    try {
+        // Not one expression: GCC 12 destroys by-value temporaries of a
+        // co_await full-expression twice.
+        auto attempt = a->pool->def.executor.run(TaskContext(a), a->task->payload);
+        out = co_await std::move(attempt);
+    } catch (const TaskError& e) {
+        out.error = e;
+    } catch (const std::exception& e) {
+        out.error = TaskError::permanent(std::string("panic: ") + e.what());
+    } catch (...) {
+        out.error = TaskError::permanent("panic: unknown exception");
+    }
+    // From here on the context reports cancelled (SPEC §4).
+    a->cancel.cancel();
+    co_return out;
+}
+
+void SchedulerCore::State::link_running(Attempt& a) {
+    a.prev = running_attempts.prev;
+    a.next = &running_attempts;
+    a.prev->next = &a;
+    running_attempts.prev = &a;
+    a.running = true;
+    ++coroutines;
+}
+
+// False if it was not linked (it had already been abandoned).
+bool SchedulerCore::State::unlink_running(Attempt& a) {
+    if (!a.running) return false;
+    a.prev->next = a.next;
+    a.next->prev = a.prev;
+    a.prev = a.next = &a;
+    a.running = false;
+    --coroutines;
+    return true;
+}
+
+// Shutdown waits `abandon_after` for coroutines of attempts the engine has
+// ended (all aborted by now); what ignores cancellation longer is
+// abandoned: it keeps what it uses alive, and its late result is ignored.
+void SchedulerCore::State::arm_abandon() {
+    if (abandon_armed) return;
+    abandon_armed = true;
+    const auto at = core::add_saturated(clock->now(), options.abandon_after);
+    abandon_timer->arm(at, [w = self] {
+        if (auto core = w.lock()) core->s_->abandon_deaf_attempts();
+    });
+}
+
+void SchedulerCore::State::abandon_deaf_attempts() {
+    Step step(*this);
+    while (running_attempts.next != &running_attempts) {
+        Attempt& a = static_cast<Attempt&>(*running_attempts.next);
+        log([id = a.task->id, lease = a.lease, pool = a.pool->name, attempt = a.attempt, after = options.abandon_after] {
+            logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
+                           "abandoned, its result will be ignored",
+                           id.value, lease.value, *pool, attempt, after.count() / 1000000);
+        });
+        unlink_running(a);
+    }
+    check_drained();
+}
+
+// ---- shutdown (mutex held) ---------------------------------------------------------------
+
+void SchedulerCore::State::begin_shutdown(std::chrono::nanoseconds grace) {
+    if (!shutting_down) log([grace] { logger()->info("shutting down (grace {} ms)", grace.count() / 1000000); });
+    shutting_down = true;
+    if (recurring_timer) recurring_timer->disarm();
+    // Waiting submitters try again and fail with ShuttingDown.
+    for (PoolRuntime& p : pools)
+        while (!p.waiting_submits.empty()) wake_next_submit(p);
+    const auto now = clock->now();
+    engine.shutdown(now, core::add_saturated(now, std::max(grace, std::chrono::nanoseconds(0))));
+    apply(now);
+    check_drained();
+}
+
+void SchedulerCore::State::check_drained() {
+    if (!shutting_down || finished) return;
+    if (engine.live_tasks() != 0) return;
+    if (coroutines != 0) return arm_abandon();
+    finished = true;
+    armed.reset();
+    timer->disarm();
+    abandon_timer->disarm();
+    recurring_timer->disarm();
+    deferred.emplace_back(Drained{});  // after every handle's Finish
+}
+
+// ---- recurring schedules (mutex held) -----------------------------------------------------
+
+void SchedulerCore::State::on_recurring_due() {
+    if (shutting_down) return;
+    const auto now = clock->now();
+    const auto wall = clock->system_now();
+    for (auto& [name, s] : schedules) {
+        follow_wall_clock(s, wall, now);
+        if (s.next > wall) continue;
+        const auto at = take_due(s, wall);
+        const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
+        auto request = occurrence(s, at, previous);
+        if (!request) {
+            if (debug_logging)
+                log([name = name, at] {
+                logger()->debug("recurring \"{}\": no occurrence at {} (overlap policy)", name, utc_rfc3339(at));
+            });
+            continue;
+        }
+        auto handle = submit_one(*request);
+        if (handle)
+            s.last = handle.value()->id();
+        else
+            log([name = name, at, message = handle.message()] {
+                logger()->warn("recurring \"{}\": occurrence at {} not submitted: {}", name, utc_rfc3339(at), message);
+            });
+    }
+    rearm_recurring();
+}
+
+void SchedulerCore::State::rearm_recurring() {
+    if (finished) return;
+    const auto now = clock->now();
+    const auto wall = clock->system_now();
+    auto earliest = std::chrono::system_clock::time_point::max();
+    for (auto& [name, s] : schedules) {
+        follow_wall_clock(s, wall, now);
+        earliest = std::min(earliest, s.next);
+    }
+    if (shutting_down || earliest == std::chrono::system_clock::time_point::max()) return recurring_timer->disarm();
+    const auto at = earliest <= wall ? now
+                                     : now + std::min<core::Duration>(
+                                                 std::chrono::duration_cast<core::Duration>(earliest - wall),
+                                                 wall_check_interval);
+    recurring_timer->arm(at, [w = self] {
+        if (auto core = w.lock()) {
+            Step step(*core->s_);
+            core->s_->on_recurring_due();
+        }
+    });
+}
+
+}  // namespace cronoq::detail
