@@ -1,19 +1,33 @@
-// The driver through the public API, and a plain Asio baseline.
+// The driver through the public API, and plain Asio baselines.
 //
 //   BM_DriverRoundTrip             try_submit -> executor coroutine -> awaited
 //                                  result(), one task at a time, one thread
 //   BM_AsioCoSpawnBaseline         the same trivial coroutine co_spawned and
 //                                  awaited, one at a time, one thread
-//   BM_DriverRoundTripThreads/<n>  batches of tasks submitted at once and
-//                                  awaited, io_context run by n threads
+//   BM_DriverThroughput/<n>        100 000 tasks submitted with one
+//                                  try_submit_many, then every result awaited;
+//                                  io_context run by n threads, 64 slots
+//   BM_AsioCoSpawnThroughput/<n>   100 000 co_spawns of the trivial coroutine,
+//                                  then a wait for all; io_context run by n
+//                                  threads
 //
 // The single-threaded pair runs batches of `batch` round trips inside one
 // driving coroutine per batch (KeepRunningBatch), so the ratio of their times
-// per item is the driver's overhead over a bare co_spawn.
+// per item is the driver's overhead over a bare co_spawn. The throughput pair
+// is compared the same way, and each with itself from 1 to 2 threads.
+//
+// Counters, over the timed part only: `allocs_per_task` (calls of operator
+// new in the whole binary, payloads and outputs included),
+// `aligned_allocs_per_task` (Asio's recycling allocator taking new blocks:
+// std::aligned_alloc, which operator new never sees; see alloc_counter.hpp)
+// and, for the driver, `locks_per_task` (acquisitions of the engine's lock).
+// Unlike the times, none of them moves with the machine's load.
 //
 // GCC 12: no lambda or braced temporary inside a co_await full-expression;
 // every awaitable is named first.
 #include <cronoq/cronoq.hpp>
+
+#include "alloc_counter.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -21,14 +35,21 @@
 #include <asio/detached.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <future>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,6 +63,12 @@ constexpr int batch = 1000;
 // status()): before that, every task grows the engine's tables. The timed
 // loops start in the steady state a long-running service is in.
 constexpr int warmup_batches = 101;
+// One iteration of the throughput benchmarks; also the retention_max, so one
+// untimed batch brings the engine to its steady state.
+constexpr int throughput_tasks = 100000;
+// A multi-threaded batch not done by then is taken for a hang: the run ends
+// with a message instead of blocking (CI runs these benchmarks).
+constexpr auto hang_limit = 120s;
 
 asio::awaitable<cronoq::Result<int>> echo(cronoq::TaskContext, std::shared_ptr<const int> x) { co_return *x; }
 
@@ -64,6 +91,62 @@ void shut_down(asio::io_context& io, Sched& sched) {
     io.run();
 }
 
+// `delta` over the timed part, per task.
+void per_task(benchmark::State& state, const char* counter, std::uint64_t delta, std::int64_t tasks) {
+    state.counters[counter] = tasks > 0 ? static_cast<double>(delta) / static_cast<double>(tasks) : 0.0;
+}
+
+// Heap allocations from construction to report(), per task (alloc_counter.hpp).
+struct AllocationsSince {
+    std::uint64_t news = cronoq_bench::allocations();
+    std::uint64_t aligned = cronoq_bench::aligned_allocations();
+
+    void report(benchmark::State& state) const {
+        per_task(state, "allocs_per_task", cronoq_bench::allocations() - news, state.iterations());
+        per_task(state, "aligned_allocs_per_task", cronoq_bench::aligned_allocations() - aligned, state.iterations());
+    }
+};
+
+template <class T>
+void wait_or_abort(std::future<T>& f, const char* what) {
+    if (f.wait_for(hang_limit) == std::future_status::ready) return;
+    std::fprintf(stderr, "%s: not done after %lld s, taken for a hang\n", what,
+                 static_cast<long long>(std::chrono::seconds(hang_limit).count()));
+    std::_Exit(EXIT_FAILURE);  // the io_context threads are stuck: no orderly teardown is possible
+}
+
+// Empty if the batch's sum is right, else what went wrong.
+std::string check_sum(std::future<std::int64_t>& done, int n, const char* what) {
+    wait_or_abort(done, what);
+    try {
+        const std::int64_t sum = done.get();
+        if (sum == expected_sum(n)) return {};
+        return std::string(what) + ": wrong sum " + std::to_string(sum);
+    } catch (const std::exception& e) {
+        return std::string(what) + ": " + e.what();
+    }
+}
+
+// io_context threads kept running (a work guard) until stop().
+class Runners {
+public:
+    Runners(asio::io_context& io, int threads) : guard_(asio::make_work_guard(io)) {
+        for (int i = 0; i < threads; ++i) threads_.emplace_back([&io] { io.run(); });
+    }
+    Runners(const Runners&) = delete;
+    Runners& operator=(const Runners&) = delete;
+    ~Runners() { stop(); }
+    void stop() {
+        guard_.reset();
+        for (auto& t : threads_)
+            if (t.joinable()) t.join();
+    }
+
+private:
+    asio::executor_work_guard<asio::io_context::executor_type> guard_;
+    std::vector<std::thread> threads_;
+};
+
 // ---- BM_DriverRoundTrip -------------------------------------------------------
 
 // `n` round trips, one after the other: submit, the executor runs, the
@@ -83,25 +166,30 @@ asio::awaitable<std::int64_t> round_trips(Sched sched, int n) {
 void BM_DriverRoundTrip(benchmark::State& state) {
     asio::io_context io;
     Sched sched = make_scheduler(io, 1);
-    std::int64_t sum = 0;
-    bool ok = true;
     auto run_batch = [&] {
+        bool done = false;
+        bool ok = false;
         asio::co_spawn(io, round_trips(sched, batch), [&](std::exception_ptr e, std::int64_t s) {
-            ok = ok && !e;
-            sum = s;
+            done = true;
+            ok = !e && s == expected_sum(batch);
         });
         io.restart();
         io.run();  // returns when the batch is done: an idle scheduler holds no work
-        return ok && sum == expected_sum(batch);
+        return done && ok;
     };
+    bool ok = true;
     for (int i = 0; i < warmup_batches && ok; ++i) ok = run_batch();
     if (!ok) state.SkipWithError("warm-up: a round trip failed");
+    const AllocationsSince allocations;
+    const std::uint64_t locks_before = sched.lock_acquisitions();
     while (ok && state.KeepRunningBatch(batch)) {
         if (!run_batch()) {
-            state.SkipWithError("a round trip failed or returned the wrong value");
+            state.SkipWithError("a round trip failed, did not finish or returned the wrong value");
             break;
         }
     }
+    allocations.report(state);
+    per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
     shut_down(io, sched);
     state.SetItemsProcessed(state.iterations());
 }
@@ -124,38 +212,45 @@ asio::awaitable<std::int64_t> spawn_round_trips(int n) {
 
 void BM_AsioCoSpawnBaseline(benchmark::State& state) {
     asio::io_context io;
-    std::int64_t sum = 0;
-    bool ok = true;
-    while (state.KeepRunningBatch(batch)) {
+    auto run_batch = [&] {
+        bool done = false;
+        bool ok = false;
         asio::co_spawn(io, spawn_round_trips(batch), [&](std::exception_ptr e, std::int64_t s) {
-            ok = ok && !e;
-            sum = s;
+            done = true;
+            ok = !e && s == expected_sum(batch);
         });
         io.restart();
         io.run();
-        if (!ok || sum != expected_sum(batch)) {
-            state.SkipWithError("a co_spawn failed or returned the wrong value");
+        return done && ok;
+    };
+    // Fills Asio's per-thread recycling caches, as a running service has them.
+    bool ok = run_batch();
+    if (!ok) state.SkipWithError("warm-up: a co_spawn failed");
+    const AllocationsSince allocations;
+    while (ok && state.KeepRunningBatch(batch)) {
+        if (!run_batch()) {
+            state.SkipWithError("a co_spawn failed, did not finish or returned the wrong value");
             break;
         }
     }
+    allocations.report(state);
     state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_AsioCoSpawnBaseline);
 
-// ---- BM_DriverRoundTripThreads/<threads> --------------------------------------
+// ---- BM_DriverThroughput/<threads> --------------------------------------------
 
-// Submits `n` tasks at once, then awaits every result.
-asio::awaitable<std::int64_t> submit_and_await_all(Sched sched, int n) {
-    std::vector<cronoq::TaskHandle<int>> handles;
-    handles.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {
-        auto submitted = sched.try_submit(cronoq::Task<int>(i));
-        if (!submitted) throw std::runtime_error("try_submit: " + submitted.message());
-        handles.push_back(std::move(submitted).value());
-    }
+// Submits `n` tasks in one call, then awaits every result.
+asio::awaitable<std::int64_t> submit_many_and_await_all(Sched sched, int n) {
+    std::vector<cronoq::Task<int>> tasks;
+    tasks.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) tasks.emplace_back(i);
+    auto submitted = sched.try_submit_many(std::move(tasks));
+    if (submitted.size() != static_cast<std::size_t>(n)) throw std::runtime_error("try_submit_many: wrong result count");
     std::int64_t sum = 0;
-    for (const auto& h : handles) {
-        auto wait = h.result();
+    for (auto& r : submitted) {
+        if (!r) throw std::runtime_error("try_submit_many: " + r.message());
+        auto wait = r.value().result();
         std::shared_ptr<const int> out = co_await std::move(wait);
         sum += *out;
     }
@@ -163,45 +258,104 @@ asio::awaitable<std::int64_t> submit_and_await_all(Sched sched, int n) {
 }
 
 // The io_context is run by `threads` threads; the benchmark thread only
-// starts each batch and waits for its sum (real time is measured). The pool
-// has 64 slots, so attempts of a batch run concurrently.
-void BM_DriverRoundTripThreads(benchmark::State& state) {
+// starts each batch and waits for its sum, so real time is measured. The
+// pool has 64 slots, so attempts of a batch run concurrently.
+void BM_DriverThroughput(benchmark::State& state) {
     const auto threads = static_cast<int>(state.range(0));
     asio::io_context io(threads);
-    auto guard = asio::make_work_guard(io);
-    std::vector<std::thread> runners;
-    for (int i = 0; i < threads; ++i) runners.emplace_back([&io] { io.run(); });
+    Runners runners(io, threads);
     Sched sched = make_scheduler(io, 64);
     auto run_batch = [&] {
-        auto done = asio::co_spawn(io, submit_and_await_all(sched, batch), asio::use_future);
-        try {
-            return done.get() == expected_sum(batch);
-        } catch (const std::exception&) {
-            return false;
-        }
+        auto done = asio::co_spawn(io, submit_many_and_await_all(sched, throughput_tasks), asio::use_future);
+        return check_sum(done, throughput_tasks, "BM_DriverThroughput");
     };
 
-    bool ok = true;
-    for (int i = 0; i < warmup_batches && ok; ++i) ok = run_batch();
-    if (!ok) state.SkipWithError("warm-up: a task failed");
-    while (ok && state.KeepRunningBatch(batch)) {
-        if (!run_batch()) {
-            state.SkipWithError("a task failed or returned the wrong value");
-            break;
-        }
+    std::string error = run_batch();
+    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
+    const AllocationsSince allocations;
+    const std::uint64_t locks_before = sched.lock_acquisitions();
+    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
+        error = run_batch();
+        if (!error.empty()) state.SkipWithError(error.c_str());
     }
-    auto stop = asio::co_spawn(
-        io, [sched]() mutable -> asio::awaitable<void> {
-            auto op = sched.shutdown(0s);
-            co_await std::move(op);
-        },
-        asio::use_future);
-    stop.get();
-    guard.reset();
-    for (auto& t : runners) t.join();
+    allocations.report(state);
+    per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
+
+    auto stop = [sched]() mutable -> asio::awaitable<void> {
+        auto op = sched.shutdown(0s);
+        co_await std::move(op);
+    };
+    auto stopped = asio::co_spawn(io, stop, asio::use_future);
+    wait_or_abort(stopped, "BM_DriverThroughput: shutdown");
+    runners.stop();
     state.SetItemsProcessed(state.iterations());
-    state.counters["threads"] = threads;
 }
-BENCHMARK(BM_DriverRoundTripThreads)->Arg(1)->Arg(4)->UseRealTime();
+BENCHMARK(BM_DriverThroughput)->Arg(1)->Arg(2)->UseRealTime();
+
+// ---- BM_AsioCoSpawnThroughput/<threads> ---------------------------------------
+
+// Completion of one batch of co_spawns, shared by their handlers.
+struct SpawnedBatch {
+    explicit SpawnedBatch(int n) : outputs(static_cast<std::size_t>(n)), remaining(n) {}
+    // A slot per task rather than one shared sum: a counter every handler
+    // adds to would be a second cache line bounced between the threads, a
+    // cost the driver's single awaiting coroutine does not pay.
+    std::vector<int> outputs;
+    std::atomic<int> remaining;
+    std::atomic<bool> failed{false};
+    std::promise<std::int64_t> all_done;
+};
+
+// One co_spawn of `f` per task, each with a handler that stores its result;
+// the last handler to run adds them up.
+void spawn_all(asio::io_context& io, SpawnedBatch& b, int n) {
+    for (int i = 0; i < n; ++i) {
+        auto on_done = [&b, i](std::exception_ptr e, int x) {
+            if (e)
+                b.failed.store(true, std::memory_order_relaxed);
+            else
+                b.outputs[static_cast<std::size_t>(i)] = x;
+            // acq_rel: the last one sees every other handler's output and failure.
+            if (b.remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+            if (b.failed.load(std::memory_order_relaxed)) {
+                b.all_done.set_exception(std::make_exception_ptr(std::runtime_error("a co_spawn failed")));
+                return;
+            }
+            std::int64_t sum = 0;
+            for (int out : b.outputs) sum += out;
+            b.all_done.set_value(sum);
+        };
+        asio::co_spawn(io, f(i), on_done);
+    }
+}
+
+// The same shape as BM_DriverThroughput with a bare co_spawn per task.
+void BM_AsioCoSpawnThroughput(benchmark::State& state) {
+    const auto threads = static_cast<int>(state.range(0));
+    asio::io_context io(threads);
+    // Every batch outlives the threads: the last handler may still be inside
+    // set_value when the benchmark thread sees the result.
+    std::vector<std::unique_ptr<SpawnedBatch>> batches;
+    Runners runners(io, threads);
+    auto run_batch = [&] {
+        SpawnedBatch& b = *batches.emplace_back(std::make_unique<SpawnedBatch>(throughput_tasks));
+        auto done = b.all_done.get_future();
+        asio::post(io, [&io, &b] { spawn_all(io, b, throughput_tasks); });
+        return check_sum(done, throughput_tasks, "BM_AsioCoSpawnThroughput");
+    };
+
+    // Fills Asio's per-thread recycling caches, as a running service has them.
+    std::string error = run_batch();
+    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
+    const AllocationsSince allocations;
+    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
+        error = run_batch();
+        if (!error.empty()) state.SkipWithError(error.c_str());
+    }
+    allocations.report(state);
+    runners.stop();
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AsioCoSpawnThroughput)->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
