@@ -64,6 +64,19 @@ std::optional<std::string> check_resources(std::span<const Resource> resources) 
     return std::nullopt;
 }
 
+std::optional<std::string> check_min_share(const std::array<double, priority_count>& shares) {
+    double sum = 0;
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+        // `!(x >= 0)` rather than `x < 0`, so that NaN is caught too.
+        if (!(shares[i] >= 0) || !(shares[i] < 1))
+            return cat({"priority.min_share[", std::to_string(i), "] (", to_string(static_cast<Priority>(i)),
+                        ") must be in [0, 1)"});
+        sum += shares[i];
+    }
+    if (!(sum < 1)) return cat({"priority.min_share must sum to less than 1 (the sum is ", std::to_string(sum), ")"});
+    return std::nullopt;
+}
+
 std::optional<std::string> check_rate(double rate_per_s) {
     if (!std::isfinite(rate_per_s) || rate_per_s < 0) return "rate_per_s must be a finite number >= 0";
     return std::nullopt;

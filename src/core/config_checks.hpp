@@ -6,8 +6,10 @@
 // and throws ConfigError, so that nothing is half-built.
 #include <cronoq/autoscale.hpp>
 #include <cronoq/bounds.hpp>
+#include <cronoq/priority.hpp>
 #include <cronoq/resource.hpp>
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +30,10 @@ std::optional<std::string> check_resource(const Resource& resource);
 
 /// Every declaration, and that no name is declared twice.
 std::optional<std::string> check_resources(std::span<const Resource> resources);
+
+/// `PriorityConfig::min_share`: each share finite and in [0, 1), their sum
+/// below 1 (so that the other classes keep a part of every stretch).
+std::optional<std::string> check_min_share(const std::array<double, priority_count>& shares);
 
 /// A token bucket rate given at run time (`Scheduler::set_rate`).
 std::optional<std::string> check_rate(double rate_per_s);

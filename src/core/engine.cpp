@@ -11,11 +11,13 @@ Engine::Engine(EngineConfig config) {
     for (double b : p.base) check_finite_nonneg(b, "priority.base");
     check_finite_nonneg(p.aging_rate, "priority.aging_rate");
     check_finite_nonneg(p.age_cap, "priority.age_cap");
+    if (auto problem = detail::check_min_share(p.min_share)) throw ConfigError(*problem);
     const UrgencyConfig& u = config.urgency;
     if (u.window.count() < 0) throw ConfigError("urgency.window must not be negative");
     check_finite_nonneg(u.max, "urgency.max");
     check_finite_nonneg(u.overdue_rate, "urgency.overdue_rate");
     check_finite_nonneg(u.overdue_cap, "urgency.overdue_cap");
+    check_finite_nonneg(u.window_factor, "urgency.window_factor");
     if (config.retention.count() < 0) throw ConfigError("retention must not be negative");
     if (config.metrics_window.count() <= 0) throw ConfigError("metrics_window must be positive");
     if (auto problem = detail::check_bounds(config.global_bounds, "global_bounds")) throw ConfigError(*problem);
@@ -62,6 +64,7 @@ PoolId Engine::add_pool(PoolConfig config) {
         1, static_cast<std::size_t>(std::floor(config.reservable_fraction * static_cast<double>(config.max_workers)))));
     p.capacity = config.capacity;
     p.counters.capacity = config.capacity;
+    p.queue.set_shares(s_->config.priority.min_share);
     p.config = std::move(config);
     s_->pools.push_back(std::move(p));
     return static_cast<PoolId>(s_->pools.size() - 1);

@@ -5,6 +5,7 @@
 // checks made after every call are in graph_checks.hpp; the generator and
 // the TESTs in the .cpp, which lists the invariants.
 #include "engine_harness.hpp"
+#include "ordering_model.hpp"
 #include "random_calls.hpp"
 
 #include <algorithm>
@@ -172,6 +173,7 @@ protected:
         c.seed = seed;
         c.retention = retention;
         c.retention_max = retention_max;
+        randomize_ordering(c, seed);  // shares and holds must not lose a start
         return c;
     }
 

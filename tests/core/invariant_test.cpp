@@ -11,7 +11,9 @@
 //     with a lease never seen before, and picks the best task by the SPEC §3
 //     score: no queue head (per class, the FIFO head and the deadline-heap
 //     head) beats it, no deadline-free ready task scores more, and FIFO
-//     order holds within each class;
+//     order holds within each class; or, when a class is owed its share
+//     (random min_share per seed), that class's longest-waiting head. The
+//     window factor is random per seed too (ordering_model.hpp);
 //   - counters(pool) (running, ready, retrying and the cumulative ones),
 //     live_tasks(), late_reports() and retained_tasks() match the model;
 //   - no slot stays idle while a task of its pool is Ready;
@@ -25,6 +27,7 @@
 // Seeds: a fixed list; CRONOQ_SEED=<n> runs that seed instead,
 // CRONOQ_STEPS=<n> changes the number of calls per seed.
 #include "engine_harness.hpp"
+#include "ordering_model.hpp"
 #include "random_calls.hpp"
 
 #include <algorithm>
@@ -69,6 +72,7 @@ struct TaskModel {
     Time retry_since{};
     Time finished_at{};
     bool has_deadline = false;
+    Time deadline{};
     Time latest_start{};
     std::optional<Duration> timeout;  // effective
     RetryPolicy retry;                // effective
@@ -114,7 +118,7 @@ public:
     static constexpr Duration retention = 20s;
     static constexpr std::size_t retention_max = 40;
 
-    explicit Sim(std::uint64_t seed) : seed_(seed), rnd_(seed), engine_(config(seed)) {
+    explicit Sim(std::uint64_t seed) : seed_(seed), rnd_(seed), engine_(config(seed)), ordering_(config(seed)) {
         add_pool(PoolConfig{.name = "leased", .capacity = 2, .lease_ttl = 3s});
         add_pool(PoolConfig{.name = "timed",
                             .capacity = 1,
@@ -187,6 +191,7 @@ public:
     }
 
     std::size_t submitted() const { return tasks_.size(); }
+    const OrderingModel& ordering() const { return ordering_; }
     std::uint64_t fingerprint() const { return fingerprint_; }
     const PoolCounters& expected(PoolId p) const { return pools_[p].expect; }
 
@@ -196,6 +201,7 @@ private:
         c.seed = seed;
         c.retention = retention;
         c.retention_max = retention_max;
+        randomize_ordering(c, seed);
         return c;
     }
 
@@ -504,82 +510,29 @@ private:
         t.lease = LeaseId{};
     }
 
-    // SPEC §3 score, as the engine must compute it.
-    double score(const TaskModel& t) const {
-        const PriorityConfig p{};
-        const UrgencyConfig u{};
-        const double waited = std::max(0.0, to_seconds(now_ - t.ready_since));
-        double s = p.base[index_of(t.priority)] + std::min(p.aging_rate * waited, p.age_cap);
-        if (t.has_deadline) {
-            const double until = to_seconds(t.latest_start - now_);
-            const double window = to_seconds(u.window);
-            if (until > window) {
-            } else if (until >= 0) {
-                s += u.max * (1.0 - until / window);
-            } else {
-                s += u.max + std::min(u.overdue_rate * -until, u.overdue_cap);
-            }
-        }
-        return s;
+    ReadyTask ordering_view(const TaskModel& t) const {
+        return ReadyTask{t.id.value, t.priority, t.ready_since, t.ready_seq, t.has_deadline, t.deadline, t.latest_start};
     }
 
-    // SPEC §3: per class, a FIFO of deadline-free tasks (head: the one that
-    // became ready first) and a heap of deadline tasks (head: the earliest
-    // latest start); the engine dispatches the best head by score, then
-    // earlier ready time, then lower id. So the dispatched task must not be
-    // beaten by any head, and no deadline-free ready task may score more.
-    // (Deadline tasks behind their heap head are not compared: the heads-only
-    // rule can pass over one that has aged more, by design.)
+    // SPEC §3, with this seed's shares and window factor (ordering_model.hpp).
     void check_order(const TaskModel& t) {
-        std::array<const TaskModel*, priority_count> fifo_head{};
-        std::array<const TaskModel*, priority_count> deadline_head{};
+        std::vector<ReadyTask> ready;
         for (std::size_t idx : live_) {
             const TaskModel& o = tasks_[idx];
-            if (o.pool != t.pool || o.state != S::Ready) continue;
-            if (o.has_deadline) {
-                const TaskModel*& h = deadline_head[index_of(o.priority)];
-                if (!h || o.latest_start < h->latest_start || (o.latest_start == h->latest_start && o.id < h->id))
-                    h = &o;
-            } else {
-                const TaskModel*& h = fifo_head[index_of(o.priority)];
-                if (!h || o.ready_seq < h->ready_seq) h = &o;
-            }
+            if (o.pool == t.pool && o.state == S::Ready) ready.push_back(ordering_view(o));
         }
-        auto show = [this](const TaskModel& x) {
-            std::ostringstream os;
-            os << "task " << x.id.value << " (" << to_string(x.priority) << ", score " << score(x) << ", ready at "
-               << to_seconds(x.ready_since - t0) << " s, #" << x.ready_seq;
-            if (x.has_deadline) os << ", latest start " << to_seconds(x.latest_start - t0) << " s";
-            os << ")";
-            return os.str();
-        };
-        const double st = score(t);
-        auto head_beats = [&](const TaskModel& h) {
-            const double sh = score(h);
-            if (sh > st + 1e-9) return true;
-            if (sh != st) return false;
-            if (h.ready_since != t.ready_since) return h.ready_since < t.ready_since;
-            return h.id < t.id;
-        };
-        for (const auto* heads : {&fifo_head, &deadline_head}) {
-            for (const TaskModel* h : *heads) {
-                if (!h || h == &t) continue;
-                ASSERT_FALSE(head_beats(*h)) << "dispatched " << show(t) << " over the queue head " << show(*h);
-            }
-        }
+        const std::string wrong = ordering_.check_dispatch(t.pool, ordering_view(t), ready, now_);
+        ASSERT_TRUE(wrong.empty()) << wrong;
+    }
+
+    // `t` has just left Ready: the last of its class in its pool takes the
+    // class's share credit with it.
+    void left_ready(const TaskModel& t) {
         for (std::size_t idx : live_) {
             const TaskModel& o = tasks_[idx];
-            if (o.pool != t.pool || o.state != S::Ready || o.has_deadline || &o == &t) continue;
-            ASSERT_FALSE(score(o) > st + 1e-9) << "dispatched " << show(t) << " over " << show(o);
-            // FIFO: nobody in a class's FIFO is ahead of its head.
-            const TaskModel* h = fifo_head[index_of(o.priority)];
-            ASSERT_TRUE(h == &o || o.ready_since >= h->ready_since) << "FIFO out of order at " << show(o);
+            if (o.pool == t.pool && o.priority == t.priority && o.state == S::Ready) return;
         }
-        // A deadline-free dispatch is its class's FIFO head.
-        if (!t.has_deadline) {
-            ASSERT_EQ(fifo_head[index_of(t.priority)], &t) << "dispatched " << show(t) << " out of FIFO order, ahead of "
-                                                         << show(*fifo_head[index_of(t.priority)]);
-        }
+        ordering_.class_emptied(t.pool, t.priority);
     }
 
     void on_dispatch(const Dispatch& d) {
@@ -600,6 +553,7 @@ private:
         if (::testing::Test::HasFatalFailure()) return;
         ++t.attempts;
         t.state = S::Running;
+        left_ready(t);
         t.lease = d.lease;
         t.attempt_start = now_;
         t.last_beat = now_;
@@ -663,7 +617,10 @@ private:
             t.ready_since = now_;
             t.ready_seq = ++ready_seq_;
             t.has_deadline = spec.deadline.has_value();
-            if (t.has_deadline) t.latest_start = *spec.deadline - *spec.duration_hint;
+            if (t.has_deadline) {
+                t.deadline = *spec.deadline;
+                t.latest_start = *spec.deadline - *spec.duration_hint;
+            }
             t.timeout = spec.timeout ? spec.timeout : pools_[spec.pool].config.default_timeout;
             t.retry = spec.retry.value_or(pools_[spec.pool].config.retry);
             idx = tasks_.size();
@@ -775,7 +732,9 @@ private:
                 ASSERT_EQ(st.status, want) << "from " << to_string(t.state);
                 ASSERT_EQ(st.message, message);
                 if (t.lease) end_lease(t);
+                const bool was_ready = t.state == S::Ready;
                 t.state = st.status;
+                if (was_ready) left_ready(t);
                 t.finished_at = now_;
                 ++t.terminal_events;
                 finished_.push_back(idx);
@@ -894,6 +853,7 @@ private:
     std::uint64_t seed_;
     Random rnd_;
     Engine engine_;
+    OrderingModel ordering_;
     std::vector<PoolModel> pools_;
     std::vector<TaskModel> tasks_;
     std::unordered_map<std::uint64_t, std::size_t> by_id_;
@@ -962,6 +922,9 @@ TEST_P(InvariantTest, RandomCallsThenCompleteEverything) {
     EXPECT_GT(sum.retried, 0u);
     EXPECT_GT(sum.timed_out, 0u);
     EXPECT_GT(sum.lease_expired, 0u);
+    if (sim.ordering().sharing() && default_run(default_steps)) {
+        EXPECT_GT(sim.ordering().owed_dispatches(), 0u) << "no dispatch was decided by a share";
+    }
 }
 
 TEST_P(InvariantTest, SameCallsGiveTheSameActions) {

@@ -252,13 +252,14 @@ TEST_F(PriorityTest, EarlierLatestStartGoesFirstAmongUrgentTasks) {
 
 // ---- expected duration: hint, learned mean, pool default ------------------------
 //
-// With urgency.window = 0 the urgency is a step at the latest start, so the
-// latest start can be read to the nanosecond: one tick before it a fresh
-// High task wins, at it the deadline task does.
+// With urgency.window = 0 and no window_factor the urgency is a step at the
+// latest start, so the latest start can be read to the nanosecond: one tick
+// before it a fresh High task wins, at it the deadline task does.
 
 EngineConfig step_urgency() {
     EngineConfig c;
     c.urgency.window = Duration{0};
+    c.urgency.window_factor = 0;
     return c;
 }
 

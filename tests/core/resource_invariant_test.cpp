@@ -61,6 +61,7 @@
 //
 // Seeds: a fixed list; CRONOQ_SEED=<n> runs that seed instead,
 // CRONOQ_STEPS=<n> changes the number of calls per seed.
+#include "ordering_model.hpp"
 #include "resource_checks.hpp"
 
 namespace cronoq::core::test::resource_model {
@@ -191,6 +192,7 @@ private:
         }
         if (rnd_.chance(50)) c.global_bounds = Bounds{10 + rnd_.below(11)};
         global_bounds = c.global_bounds;
+        randomize_ordering(c, s);  // shares must not hold back a task that could run
         return c;
     }
 
