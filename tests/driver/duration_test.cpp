@@ -112,11 +112,12 @@ TEST(DurationSetters, PoolRecurringAndTaskErrorSaturate) {
 
 TEST(DurationSetters, BuilderDurationsSaturateInsteadOfFailingAsNegative) {
     test::VirtualTime f;
-    // Wrapped, both were negative: a ConfigError.
+    // Wrapped, each was negative: a ConfigError.
     auto sched = Sched::builder()
                      .clock(f.clock)
                      .retention(hours::max())
                      .metrics_window(hours::max())
+                     .abandon_after(hours::max())
                      .pool(Pool<int, int>("p").executor_fn(wait_for_cancel))
                      .build(f.io.get_executor());
     auto h = sched.try_submit(Task<int>(0)).value();

@@ -51,7 +51,11 @@ public:
     Self& blocking_threads(std::size_t n) { options_.blocking_threads = n; return self(); }
     /// How long `shutdown` waits, after aborting an attempt, for its
     /// coroutine to return before abandoning it (default 1 s; SPEC §12).
-    Self& abandon_after(std::chrono::nanoseconds d) { options_.abandon_after = d; return self(); }
+    template <class Rep, class Period>
+    Self& abandon_after(std::chrono::duration<Rep, Period> d) {
+        options_.abandon_after = saturating_ns(d);
+        return self();
+    }
     /// Capacity of each subscriber's event queue (default 4096).
     Self& event_capacity(std::size_t n) { options_.event_capacity = n; return self(); }
 
