@@ -35,7 +35,7 @@ public:
     /// as `std::system_error`); the task itself goes on.
     asio::awaitable<std::shared_ptr<const O>> result() const {
         auto state = state_;
-        auto done = state->done_waits()->async_wait(asio::use_awaitable);
+        auto done = detail::WaitList::async_wait(detail::HandleState::done_waits(state), asio::use_awaitable);
         co_await std::move(done);
         co_return std::static_pointer_cast<const O>(state->outcome());
     }

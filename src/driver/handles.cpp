@@ -27,7 +27,7 @@ void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string m
         set_status(status);
     }
     cv_.notify_all();
-    done_waits_->set();
+    done_waits_.set();
 }
 
 std::shared_ptr<const void> HandleState::outcome() const {

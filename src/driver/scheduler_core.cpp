@@ -387,33 +387,9 @@ Snapshot SchedulerCore::snapshot() const {
     Snapshot out;
     out.pools.reserve(s_->pools.size());
     for (core::PoolId i = 0; i < s_->pools.size(); ++i) {
-        const core::PoolStats st = s_->engine.stats(i, now);
         PoolSnapshot& p = out.pools.emplace_back();
+        static_cast<core::PoolStats&>(p) = s_->engine.stats(i, now);
         p.name = s_->pools[i].def.engine.name;
-        p.window = st.window;
-        p.capacity = st.capacity;
-        p.busy = st.busy;
-        p.held = st.held;
-        p.desired = st.desired;
-        p.pending = st.pending;
-        p.blocked = st.blocked;
-        p.scheduled = st.scheduled;
-        p.retrying = st.retrying;
-        p.dispatched = st.dispatched;
-        p.succeeded = st.succeeded;
-        p.failed = st.failed;
-        p.retried = st.retried;
-        p.dead_lettered = st.dead_lettered;
-        p.shed = st.shed;
-        p.wait_p50 = st.wait_p50;
-        p.wait_p90 = st.wait_p90;
-        p.wait_p99 = st.wait_p99;
-        p.run_p50 = st.run_p50;
-        p.run_p99 = st.run_p99;
-        p.utilization = st.utilization;
-        p.worker_seconds = st.worker_seconds;
-        p.priority_adherence = st.priority_adherence;
-        p.fixed_start_hit_rate = st.fixed_start_hit_rate;
     }
     return out;
 }

@@ -1,6 +1,8 @@
 // Snapshot::to_json: the one translation unit that builds JSON.
 #include <cronoq/snapshot.hpp>
 
+#include <nlohmann/json.hpp>
+
 namespace cronoq {
 
 namespace {

@@ -31,8 +31,11 @@ public:
     /// Records the terminal outcome once and wakes every waiter.
     void finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output);
 
-    /// Set once the task has its terminal outcome.
-    const std::shared_ptr<WaitList>& done_waits() const { return done_waits_; }
+    /// Set once the task has its terminal outcome. Lives inside the state
+    /// (no allocation of its own); `state` keeps it alive while awaited.
+    static std::shared_ptr<WaitList> done_waits(const std::shared_ptr<HandleState>& state) {
+        return std::shared_ptr<WaitList>(state, &state->done_waits_);
+    }
     /// Precondition: terminal. The output if Succeeded; otherwise throws
     /// TaskFailure.
     std::shared_ptr<const void> outcome() const;
@@ -52,7 +55,7 @@ private:
     std::uint32_t attempt_ = 0;
     std::string message_;
     std::shared_ptr<const void> output_;
-    std::shared_ptr<WaitList> done_waits_ = WaitList::create();
+    WaitList done_waits_;
 };
 
 }  // namespace cronoq::detail

@@ -65,16 +65,23 @@ public:
     /// completed but has not resumed yet: it must tolerate that.
     template <class Token>
     auto async_wait(Token&& token, UniqueFunction<void()> on_cancel) {
+        return async_wait(shared_from_this(), std::forward<Token>(token), std::move(on_cancel));
+    }
+
+    /// As above, for a list that lives inside another object: `self`
+    /// points to it and keeps that object alive (an aliasing pointer).
+    template <class Token>
+    static auto async_wait(std::shared_ptr<WaitList> self, Token&& token, UniqueFunction<void()> on_cancel = {}) {
         return asio::async_initiate<Token, void(std::error_code)>(
-            [self = shared_from_this(), on_cancel = std::move(on_cancel)](auto handler) mutable {
-                self->initiate(std::move(handler), std::move(on_cancel));
+            [self = std::move(self), on_cancel = std::move(on_cancel)](auto handler) mutable {
+                self->initiate(self, std::move(handler), std::move(on_cancel));
             },
             token);
     }
 
 private:
     template <class Handler>
-    void initiate(Handler handler, UniqueFunction<void()> on_cancel) {
+    void initiate(const std::shared_ptr<WaitList>& self, Handler handler, UniqueFunction<void()> on_cancel) {
         auto slot = asio::get_associated_cancellation_slot(handler);
         auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
         Waiter waiter = [h = std::move(handler), work](std::error_code ec) mutable {
@@ -91,7 +98,7 @@ private:
         // and resume the coroutine: the slot belongs to that coroutine. The
         // slot's handler itself only ever runs in the coroutine's context.
         if (slot.is_connected()) {
-            slot.assign([self = shared_from_this(), id, on_cancel = std::move(on_cancel)](asio::cancellation_type) mutable {
+            slot.assign([self, id, on_cancel = std::move(on_cancel)](asio::cancellation_type) mutable {
                 if (on_cancel) on_cancel();
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
