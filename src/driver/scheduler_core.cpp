@@ -9,6 +9,7 @@
 #include "event_queue.hpp"
 #include "scheduler_state.hpp"
 
+#include <asio/io_context.hpp>
 #include <asio/strand.hpp>
 #include <asio/use_awaitable.hpp>
 
@@ -172,7 +173,13 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         p.executor = d.run_on ? *d.run_on : executor;
         p.name = std::make_shared<const std::string>(d.engine.name);
         p.strands.reserve(strands_per_pool);
-        for (std::size_t i = 0; i < strands_per_pool; ++i) p.strands.push_back(asio::make_strand(p.executor));
+        const auto* io = p.executor.target<asio::io_context::executor_type>();
+        for (std::size_t i = 0; i < strands_per_pool; ++i) {
+            if (io)
+                p.strands.emplace_back(asio::make_strand(*io));
+            else
+                p.strands.emplace_back(asio::make_strand(p.executor));
+        }
         p.def = std::move(d);
     }
     state->timer = state->clock->make_timer(executor);

@@ -53,7 +53,9 @@ struct PoolRuntime {
     // Attempts run on one of these strands, chosen by lease: Asio requires
     // cancellation to be emitted where the coroutine runs, and a fixed set
     // costs nothing per attempt (see docs/design.md).
-    std::vector<asio::strand<asio::any_io_executor>> strands;
+    // Each wraps a strand; over an io_context's executor the strand is small
+    // enough for the type-erased executor to hold it without allocating.
+    std::vector<asio::any_io_executor> strands;
     // Submitters waiting for room under OverflowPolicy::Wait, in order; the
     // head is woken when the engine announces space.
     std::deque<std::shared_ptr<WaitList>> waiting_submits;
@@ -133,6 +135,7 @@ struct SchedulerCore::State {
 
     // ---- guarded by `deliver_mu`: what steps leave for after `mu` -----------------
     std::mutex deliver_mu;
+    std::vector<Deferred> delivering;  // a step's deferred work; its buffer is reused
     std::vector<std::weak_ptr<EventQueue>> subscribers;
     std::atomic<std::size_t> subscriber_count{0};  // read under `mu` to skip building events
     std::shared_ptr<WaitList> drained = WaitList::create();

@@ -56,13 +56,13 @@ SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
 void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
         if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
-        std::vector<Deferred> work;
-        work.swap(deferred);
         // In order: this step's work is delivered before the next step's.
-        std::unique_lock delivering(deliver_mu);
+        std::unique_lock delivery(deliver_mu);
+        delivering.swap(deferred);  // both buffers keep their capacity
         lock.unlock();
-        deliver(work);
-        delivering.unlock();
+        deliver(delivering);
+        delivering.clear();
+        delivery.unlock();
         std::atomic_thread_fence(std::memory_order_seq_cst);  // see post_end
         // An end posted while this step held the mutex found it taken and
         // left itself to us: serve it, unless another step already does.

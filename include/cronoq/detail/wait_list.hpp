@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -38,13 +39,16 @@ public:
     }
 
     void set() {
-        std::vector<std::pair<std::uint64_t, Waiter>> waiters;
+        std::optional<Entry> first;
+        std::vector<Entry> more;
         {
             std::lock_guard lock(mu_);
             set_ = true;
-            waiters.swap(waiters_);
+            first.swap(first_);
+            more.swap(more_);
         }
-        for (auto& [id, w] : waiters) w(std::error_code{});
+        if (first) first->second(std::error_code{});
+        for (auto& [id, w] : more) w(std::error_code{});
     }
 
     void reset() {
@@ -103,23 +107,35 @@ private:
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
         }
-        waiters_.emplace_back(id, std::move(waiter));
+        if (!first_)
+            first_.emplace(id, std::move(waiter));
+        else
+            more_.emplace_back(id, std::move(waiter));
     }
 
     Waiter remove(std::uint64_t id) {
         std::lock_guard lock(mu_);
+        if (first_ && first_->first == id) {
+            Waiter w = std::move(first_->second);
+            first_.reset();
+            return w;
+        }
         // Few waiters wait on one flag: a linear search beats a tree.
-        auto it = std::find_if(waiters_.begin(), waiters_.end(), [id](const auto& w) { return w.first == id; });
-        if (it == waiters_.end()) return {};
+        auto it = std::find_if(more_.begin(), more_.end(), [id](const auto& w) { return w.first == id; });
+        if (it == more_.end()) return {};
         Waiter w = std::move(it->second);
-        waiters_.erase(it);
+        more_.erase(it);
         return w;
     }
 
+    using Entry = std::pair<std::uint64_t, Waiter>;
     mutable std::mutex mu_;
     bool set_ = false;
     std::uint64_t next_id_ = 0;
-    std::vector<std::pair<std::uint64_t, Waiter>> waiters_;
+    // Most lists have one waiter at a time (a handle's result, a submitter's
+    // turn): it is kept inline, so waiting allocates nothing.
+    std::optional<Entry> first_;
+    std::vector<Entry> more_;
 };
 
 }  // namespace cronoq::detail
