@@ -1,14 +1,14 @@
-// The event loop, and the three policies it drives: the engine, plain FIFO
-// and strict class priority. Every policy sees the same arrivals and service
-// times; a completion at time t is handled before an arrival at t.
-#include "score_model.hpp"
+// The policies the loop drives: the engine (with or without shares), plain
+// FIFO and strict class priority. Every policy sees the same arrivals,
+// service times, fixed starts and attempt outcomes.
+#include "loop.hpp"
 #include "sim.hpp"
 
 #include <cronoq/core/engine.hpp>
 
 #include <array>
+#include <cmath>
 #include <deque>
-#include <limits>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -22,83 +22,21 @@ namespace {
 
 core::Time at(Nanos n) { return core::Time(core::Duration(n)); }
 
-/// What every policy shares: the running attempts, the score model and the
-/// record of dispatches.
-class Loop {
-public:
-    Loop(const Trace& trace, Policy policy, const SimConfig& config)
-        : trace_(trace), workers_(config.workers), model_(trace, config.engine, config.verify_model) {
-        result_.policy = policy;
-        result_.dispatched.assign(trace.tasks.size(), not_yet);
-        result_.finished.assign(trace.tasks.size(), not_yet);
+core::Outcome outcome_of(AttemptEnd end) {
+    switch (end) {
+        case AttemptEnd::Retryable: return core::Outcome::retryable("simulated failure");
+        case AttemptEnd::Permanent: return core::Outcome::permanent("simulated failure");
+        case AttemptEnd::Success:
+        default: return core::Outcome::success();
     }
-
-    /// Runs to the horizon, calling `policy.arrive(i, now)` and
-    /// `policy.complete(i, now)`.
-    template <class P>
-    void run(P& policy) {
-        std::size_t next_arrival = 0;
-        while (true) {
-            const Nanos arrival = next_arrival < trace_.tasks.size() ? trace_.tasks[next_arrival].arrival : never;
-            const Nanos completion = running_.empty() ? never : running_.top().first;
-            const Nanos now = std::min(arrival, completion);
-            if (now == never || now > trace_.horizon) break;
-            if (completion <= arrival) {
-                const std::uint32_t task = running_.top().second;
-                running_.pop();
-                result_.finished[task] = now;
-                policy.complete(task, now);
-            } else {
-                const auto task = static_cast<std::uint32_t>(next_arrival++);
-                model_.arrive(task);
-                policy.arrive(task, now);
-            }
-        }
-        result_.running_at_horizon = running_.size();
-        result_.queued_at_horizon = model_.ready();
-        result_.model_mismatches = model_.verify_mismatches();
-    }
-
-    /// A policy starts `task` at `now`.
-    void start(std::uint32_t task, Nanos now) {
-        if (result_.dispatched[task] != not_yet) {
-            problem("task " + std::to_string(task) + " dispatched twice");
-            return;
-        }
-        if (running_.size() >= workers_) problem("more attempts running than workers");
-        const ScoreModel::Verdict v = model_.dispatch(task, now);
-        ++result_.dispatches;
-        if (v.contended) {
-            ++result_.contended;
-            if (v.best) ++result_.contended_best;
-        }
-        result_.dispatched[task] = now;
-        running_.emplace(now + trace_.tasks[task].service, task);
-    }
-
-    ScoreModel& model() { return model_; }
-    RunResult& result() { return result_; }
-    void problem(std::string what) {
-        if (result_.problems.size() < 10) result_.problems.push_back(std::move(what));
-    }
-
-private:
-    static constexpr Nanos never = std::numeric_limits<Nanos>::max();
-    using Running = std::pair<Nanos, std::uint32_t>;  // (completion time, task)
-
-    const Trace& trace_;
-    std::size_t workers_;
-    ScoreModel model_;
-    RunResult result_;
-    std::priority_queue<Running, std::vector<Running>, std::greater<>> running_;
-};
+}
 
 // ---- the engine ---------------------------------------------------------------
 
 class EnginePolicy {
 public:
-    EnginePolicy(Loop& loop, const Trace& trace, const SimConfig& config)
-        : loop_(loop), trace_(trace), engine_(config.engine), lease_(trace.tasks.size()) {
+    EnginePolicy(Loop& loop, const Trace& trace, const SimConfig& config, Policy policy)
+        : loop_(loop), trace_(trace), engine_(engine_config(policy, config)), lease_(trace.tasks.size()) {
         core::PoolConfig pool;
         pool.name = "sim";
         pool.capacity = config.workers;
@@ -108,28 +46,41 @@ public:
     }
 
     void arrive(std::uint32_t task, Nanos now) {
-        catch_up(now);
         const TaskRec& t = trace_.tasks[task];
         core::TaskSpec spec;
         spec.pool = pool_;
         spec.priority = t.priority;
         spec.kind = kind_;
         // The hint is the real service time: latest start = deadline - service.
-        spec.duration_hint = core::Duration(t.service);
+        // Without it (failures variant) the engine uses the learned mean.
+        if (trace_.variant != Variant::Failures) spec.duration_hint = core::Duration(t.service);
         if (t.has_deadline) spec.deadline = at(t.deadline);
+        if (t.has_start()) spec.start = at(t.start);
         auto id = engine_.submit(spec, at(now));
         if (!id) {
-            loop_.problem("submit rejected: " + id.message());
+            if (id.error() == SubmitError::ReservationConflict)
+                loop_.reject(task);
+            else
+                loop_.problem("submit rejected: " + id.message());
             return;
         }
         task_of_.emplace(id.value().value, task);
         apply(now);
     }
 
-    void complete(std::uint32_t task, Nanos now) {
-        catch_up(now);
-        if (!engine_.complete(lease_[task], core::Outcome::success(), at(now)))
+    void complete(std::uint32_t task, AttemptEnd end, Nanos now) {
+        if (!engine_.complete(lease_[task], outcome_of(end), at(now)))
             loop_.problem("completion of task " + std::to_string(task) + " was not live");
+        apply(now);
+    }
+
+    Nanos next_wakeup() const {
+        const auto wake = engine_.next_wakeup();
+        return wake ? wake->time_since_epoch().count() : never;
+    }
+
+    void wake(Nanos now) {
+        engine_.tick(at(now));
         apply(now);
     }
 
@@ -137,48 +88,61 @@ public:
     void reconcile() {
         RunResult& r = loop_.result();
         const core::PoolCounters c = engine_.counters(pool_);
-        std::uint64_t finished = 0;
-        for (Nanos f : r.finished) finished += f != not_yet;
-        std::uint64_t arrived = task_of_.size();
-        if (c.submitted != arrived) loop_.problem("engine submitted " + std::to_string(c.submitted) + " != arrived " + std::to_string(arrived));
-        if (c.dispatched != r.dispatches) loop_.problem("engine dispatched != dispatches seen");
-        if (c.succeeded != finished) loop_.problem("engine succeeded != finished");
+        std::array<std::uint64_t, 4> ended{};
+        for (Ended e : r.ended) ++ended[static_cast<std::size_t>(e)];
+        if (c.submitted != task_of_.size()) loop_.problem("engine submitted != tasks admitted");
+        if (c.dispatched != r.dispatches) loop_.problem("engine dispatched != attempts started");
+        if (c.succeeded != ended[static_cast<std::size_t>(Ended::Succeeded)]) loop_.problem("engine succeeded != ended so");
+        if (c.failed != ended[static_cast<std::size_t>(Ended::Failed)]) loop_.problem("engine failed != ended so");
+        if (c.dead_lettered != ended[static_cast<std::size_t>(Ended::DeadLettered)])
+            loop_.problem("engine dead-lettered != ended so");
+        if (c.retried != r.retries) loop_.problem("engine retried != retries seen");
         if (c.running != r.running_at_horizon) loop_.problem("engine running != running in the loop");
-        if (c.ready != r.queued_at_horizon) loop_.problem("engine ready != queued in the model");
-        if (engine_.live_tasks() != c.running + c.ready) loop_.problem("engine live tasks != running + ready");
+        if (c.ready + c.scheduled + c.retrying != r.waiting_at_horizon)
+            loop_.problem("engine ready + scheduled + retrying != waiting in the loop");
+        if (engine_.live_tasks() != c.running + c.ready + c.scheduled + c.retrying)
+            loop_.problem("engine live tasks != running + waiting");
         if (engine_.late_reports() != 0) loop_.problem("late reports");
     }
 
 private:
-    // No task here has a timeout or lease, so the engine should never want a
-    // wakeup; tick anyway if it does, as a driver would.
-    void catch_up(Nanos now) {
-        while (auto wake = engine_.next_wakeup()) {
-            if (*wake > at(now)) break;
-            engine_.tick(*wake);
-            apply(wake->time_since_epoch().count());
-        }
-    }
-
     void apply(Nanos now) {
         engine_.drain(actions_);
         for (const core::Action& a : actions_) {
             if (const auto* d = std::get_if<core::Dispatch>(&a)) {
-                const auto it = task_of_.find(d->task.value);
-                if (it == task_of_.end()) {
-                    loop_.problem("dispatch of an unknown task id");
-                    continue;
+                const auto task = task_index(d->task);
+                if (!task) continue;
+                if (d->attempt != loop_.attempts(*task) + 1) loop_.problem("unexpected attempt number");
+                if (ScoreModel* model = loop_.model()) {
+                    const auto choice = model->head_rule_choice(now);
+                    if (!choice || *choice != *task) ++loop_.result().head_rule_mismatches;
                 }
-                const std::uint32_t task = it->second;
-                if (d->attempt != 1) loop_.problem("unexpected attempt " + std::to_string(d->attempt));
-                const auto choice = loop_.model().head_rule_choice(now);
-                if (!choice || *choice != task) ++loop_.result().head_rule_mismatches;
-                lease_[task] = d->lease;
-                loop_.start(task, now);
+                lease_[*task] = d->lease;
+                loop_.start(*task, now);
+            } else if (const auto* st = std::get_if<core::Status>(&a)) {
+                const auto task = task_index(st->task);
+                if (!task) continue;
+                switch (st->status) {
+                    case TaskStatus::Succeeded: loop_.end(*task, Ended::Succeeded, now); break;
+                    case TaskStatus::Failed: loop_.end(*task, Ended::Failed, now); break;
+                    case TaskStatus::DeadLettered: loop_.end(*task, Ended::DeadLettered, now); break;
+                    case TaskStatus::Retrying: loop_.retried(*task); break;
+                    case TaskStatus::Ready:
+                    case TaskStatus::Scheduled:
+                    case TaskStatus::Running: break;
+                    default: loop_.problem("unexpected status " + std::string(to_string(st->status))); break;
+                }
             } else if (std::holds_alternative<core::Abort>(a)) {
                 loop_.problem("unexpected abort");
             }
         }
+    }
+
+    std::optional<std::uint32_t> task_index(TaskId id) {
+        const auto it = task_of_.find(id.value);
+        if (it != task_of_.end()) return it->second;
+        loop_.problem("an action for an unknown task id");
+        return std::nullopt;
     }
 
     Loop& loop_;
@@ -193,24 +157,63 @@ private:
 
 // ---- the baselines ------------------------------------------------------------
 
-/// Plain FIFO (one queue in arrival order) or strict priority (one FIFO per
-/// class, best class first; no aging, no urgency).
+/// Plain FIFO (one queue in the order tasks become ready) or strict priority
+/// (one FIFO per class, best class first; no aging, no urgency). A fixed
+/// start joins the queue at its start; a failed attempt is retried under
+/// RetryPolicy{}'s backoff (full jitter from a generator of its own).
 class BaselinePolicy {
 public:
-    BaselinePolicy(Loop& loop, const Trace& trace, std::size_t workers, bool strict)
-        : loop_(loop), trace_(trace), free_(workers), strict_(strict) {}
+    BaselinePolicy(Loop& loop, const Trace& trace, const SimConfig& config, bool strict)
+        : loop_(loop), trace_(trace), free_(config.workers), strict_(strict), jitter_(config.seed ^ 0xba5e11e5ULL) {}
 
     void arrive(std::uint32_t task, Nanos now) {
-        queues_[strict_ ? index_of(trace_.tasks[task].priority) : 0].push_back(task);
+        const TaskRec& t = trace_.tasks[task];
+        if (t.has_start() && t.start > now) {
+            timers_.emplace(t.start, task);
+            return;
+        }
+        enqueue(task);
         dispatch(now);
     }
 
-    void complete(std::uint32_t, Nanos now) {
+    void complete(std::uint32_t task, AttemptEnd end, Nanos now) {
         ++free_;
+        switch (end) {
+            case AttemptEnd::Success: loop_.end(task, Ended::Succeeded, now); break;
+            case AttemptEnd::Permanent: loop_.end(task, Ended::Failed, now); break;
+            case AttemptEnd::Retryable:
+                if (loop_.attempts(task) >= max_attempts) {
+                    loop_.end(task, Ended::DeadLettered, now);
+                } else {
+                    loop_.retried(task);
+                    timers_.emplace(now + backoff(loop_.attempts(task) + 1), task);
+                }
+                break;
+        }
+        dispatch(now);
+    }
+
+    Nanos next_wakeup() const { return timers_.empty() ? never : timers_.top().first; }
+
+    void wake(Nanos now) {
+        while (!timers_.empty() && timers_.top().first <= now) {
+            enqueue(timers_.top().second);
+            timers_.pop();
+        }
         dispatch(now);
     }
 
 private:
+    // SPEC §5 with RetryPolicy{}: uniform in [0, min(1 s x 2^(n-2), 60 s)].
+    Nanos backoff(std::uint32_t next_attempt) {
+        const double ceiling = std::min(std::ldexp(1.0, static_cast<int>(next_attempt) - 2), 60.0);
+        return static_cast<Nanos>(std::llround(ceiling * jitter_.uniform() * 1e9));
+    }
+
+    void enqueue(std::uint32_t task) {
+        queues_[strict_ ? index_of(trace_.tasks[task].priority) : 0].push_back(task);
+    }
+
     void dispatch(Nanos now) {
         while (free_ > 0) {
             std::deque<std::uint32_t>* queue = nullptr;
@@ -227,23 +230,26 @@ private:
         }
     }
 
+    using Timer = std::pair<Nanos, std::uint32_t>;  // (when, task): a start or the end of a backoff
     Loop& loop_;
     const Trace& trace_;
     std::size_t free_;
     bool strict_;
+    Rng jitter_;
     std::array<std::deque<std::uint32_t>, priority_count> queues_;
+    std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
 };
 
 }  // namespace
 
 RunResult run_policy(const Trace& trace, Policy policy, const SimConfig& config) {
     Loop loop(trace, policy, config);
-    if (policy == Policy::Cronoq) {
-        EnginePolicy engine(loop, trace, config);
+    if (is_engine(policy)) {
+        EnginePolicy engine(loop, trace, config, policy);
         loop.run(engine);
         engine.reconcile();
     } else {
-        BaselinePolicy baseline(loop, trace, config.workers, policy == Policy::Strict);
+        BaselinePolicy baseline(loop, trace, config, policy == Policy::Strict);
         loop.run(baseline);
     }
     return std::move(loop.result());

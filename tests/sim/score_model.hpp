@@ -1,26 +1,32 @@
 #pragma once
-// The simulator's own model of the ready set, scored by the SPEC §3 formula
+// The simulator's own model of the ready set of a main trace (tasks ready
+// from their arrival, no retries), scored by the SPEC §3 formula
 //
 //     score = base[class] + min(aging_rate * wait, age_cap) + urgency
 //
+// with the urgency window max(window, window_factor x expected duration),
 // so that every dispatch of every policy can be judged against the
 // best-scored ready task, without scanning the ready set.
 //
-// Exact maximum: within a class, deadline-free tasks score highest at their
-// oldest. Deadline tasks sit in segment trees over their latest-start order,
-// one for tasks still aging and one for tasks whose aging is capped; within
-// one urgency region (none, ramp, overdue, overdue capped) the score is
-// linear in (ready time, latest start), so one range minimum per region and
-// tree gives the region's best.
+// Exact maximum: a task's score is piecewise linear in time, with at most
+// four breakpoints known when it becomes ready (aging reaches the cap, the
+// window opens, the latest start, the overdue cap). Each ready task is a
+// line of its current piece in a kinetic tournament tree (kinetic_max.hpp);
+// a breakpoint replaces the line when time reaches it.
 //
-// The model also names the task the SPEC's head rule picks (per class, the
+// The model also names the task the engine must dispatch: per class, the
 // FIFO head and the deadline-heap head by latest start, best by score, then
-// ready time, then id), which the engine must dispatch exactly.
+// ready time, then id; unless a class is owed its share
+// (PriorityConfig::min_share), then that class's longest-waiting head.
+#include "kinetic_max.hpp"
 #include "sim.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <optional>
+#include <queue>
+#include <utility>
 #include <vector>
 
 namespace cronoq::sim {
@@ -28,20 +34,22 @@ namespace cronoq::sim {
 class ScoreModel {
 public:
     /// With `verify`, every contended dispatch also scans the whole ready set
-    /// and counts a disagreement with the closed form (`verify_mismatches`).
+    /// and counts a disagreement with the tree (`verify_mismatches`).
     ScoreModel(const Trace& trace, const core::EngineConfig& config, bool verify = false);
 
-    /// `task` became ready (it arrived).
-    void arrive(std::uint32_t task);
+    /// `task` became ready at `now` (its arrival).
+    void arrive(std::uint32_t task, Nanos now);
 
     struct Verdict {
         bool contended;  ///< more than one task was ready
         bool best;       ///< the task scored as high as the best ready task (within rounding)
     };
-    /// Judges the dispatch of `task` at `now`, then removes it from the ready set.
+    /// Judges the dispatch of `task` at `now`, then removes it from the
+    /// ready set. After `head_rule_choice`, also moves the share credit on
+    /// as the engine did for that choice.
     Verdict dispatch(std::uint32_t task, Nanos now);
 
-    /// The ready task that the SPEC §3 head comparison picks at `now`.
+    /// The ready task that the engine must dispatch at `now`.
     std::optional<std::uint32_t> head_rule_choice(Nanos now);
 
     std::size_t ready() const { return ready_; }
@@ -52,59 +60,40 @@ public:
 
 private:
     static constexpr double inf = std::numeric_limits<double>::infinity();
+    static constexpr std::int64_t unit = 1'000'000'000;  // one dispatch in the engine's credit units
 
-    /// Minima over a set of deadline tasks; +inf when the set is empty.
-    struct Mins {
-        double ready = inf;    ///< ready time (s)
-        double ramp = inf;     ///< aging_rate * ready + ramp_slope * latest_start
-        double overdue = inf;  ///< aging_rate * ready + overdue_rate * latest_start
-        double latest = inf;   ///< latest start (s)
+    /// score = k + m * t (t in seconds) until `until`.
+    struct Piece {
+        double k;
+        double m;
+        double until;
     };
-
-    class MinTree {
-    public:
-        explicit MinTree(std::size_t n = 0);
-        void set(std::size_t pos, const Mins& leaf);
-        void clear(std::size_t pos) { set(pos, Mins{}); }
-        Mins query(std::size_t lo, std::size_t hi) const;
-        /// Position of the leftmost occupied leaf, if any.
-        std::optional<std::size_t> first() const;
-
-    private:
-        static Mins combine(const Mins& a, const Mins& b);
-        std::size_t size_ = 1;
-        std::vector<Mins> nodes_;
-    };
+    Piece piece_at(std::uint32_t task, double t) const;
+    double window_seconds(const TaskRec& t) const;
+    void advance(double t);
+    bool ranks_before(std::uint32_t a, std::uint32_t b, Nanos now) const;
+    bool waited_longer(std::uint32_t a, std::uint32_t b) const;
 
     struct ClassState {
-        std::vector<std::uint32_t> plain;        ///< deadline-free tasks, arrival order
-        std::size_t plain_head = 0;
-        std::vector<std::uint32_t> by_arrival;   ///< deadline tasks, arrival order
-        std::size_t promote_next = 0;            ///< next deadline task whose aging may cap
-        std::vector<std::uint32_t> by_latest;    ///< deadline tasks by (latest start, index)
-        std::vector<double> latest;              ///< their latest starts (s), sorted
-        MinTree aging;                           ///< ready deadline tasks still aging
-        MinTree capped;                          ///< ready deadline tasks at the age cap
+        std::deque<std::uint32_t> plain;  ///< deadline-free ready tasks, arrival order (lazy)
+        using Entry = std::pair<Nanos, std::uint32_t>;  ///< (latest start, task)
+        std::priority_queue<Entry, std::vector<Entry>, std::greater<>> deadlines;  ///< lazy
+        std::size_t ready = 0;
     };
-
-    enum class State : std::uint8_t { Waiting, Ready, Gone };
-
-    Mins leaf(std::uint32_t task) const;
-    void promote(ClassState& c, Nanos now);
-    std::optional<std::uint32_t> plain_head(ClassState& c);
-    double best_score(Nanos now);
-    bool ranks_before(std::uint32_t a, std::uint32_t b, Nanos now) const;
 
     const Trace& trace_;
     core::EngineConfig config_;
-    double ramp_slope_;     ///< urgency points per second in the window
-    double overdue_span_;   ///< seconds past the latest start until the overdue cap
-    double age_cap_wait_;   ///< seconds of waiting until the age cap
     std::vector<ClassState> classes_;
-    std::vector<std::uint32_t> rank_;  ///< task -> position in its class's latest-start order
-    std::vector<State> state_;
-    std::vector<bool> in_capped_;
+    std::vector<bool> is_ready_;
+    KineticMax tree_;
+    using Event = std::pair<double, std::uint32_t>;  ///< (breakpoint, task)
+    std::priority_queue<Event, std::vector<Event>, std::greater<>> breakpoints_;
     std::size_t ready_ = 0;
+    std::array<std::int64_t, priority_count> share_units_{};
+    std::array<std::int64_t, priority_count> credit_{};
+    std::array<std::int64_t, priority_count> pending_credit_{};
+    bool sharing_ = false;
+    bool pending_ = false;
     bool verify_;
     std::vector<std::uint32_t> ready_list_;  ///< with verify: the ready tasks, any order
     std::vector<std::uint32_t> ready_pos_;   ///< with verify: task -> index in ready_list_

@@ -1,6 +1,7 @@
 // Seeded traces: Poisson arrivals, service times per workload, a class mix
-// and soft deadlines. Generated once per workload x load x seed and shared
-// by every policy.
+// and soft deadlines, and in the variants fixed starts or failed attempts.
+// Generated once per workload x load x variant x seed and shared by every
+// policy.
 #include "sim.hpp"
 
 #include <cmath>
@@ -53,10 +54,12 @@ Priority draw_class(Rng& rng, const std::array<double, priority_count>& share) {
 }  // namespace
 
 Trace make_trace(const Workload& workload, std::size_t workload_index, double load, std::size_t load_index,
-                 const SimConfig& config) {
+                 const SimConfig& config, Variant variant) {
     if (config.workers == 0) throw std::invalid_argument("workers must be positive");
-    // One independent stream per (seed, workload, load).
-    Rng mixer(config.seed * 0x100000001b3ULL + workload_index * 131 + load_index * 7 + 1);
+    // One independent stream per (seed, workload, load, variant); the main
+    // traces keep the stream they always had.
+    const auto variant_index = static_cast<std::uint64_t>(variant);
+    Rng mixer(config.seed * 0x100000001b3ULL + workload_index * 131 + load_index * 7 + 1 + variant_index * 100003);
     Rng rng(mixer.next());
 
     const double mean = workload.mean_service_seconds();
@@ -69,6 +72,7 @@ Trace make_trace(const Workload& workload, std::size_t workload_index, double lo
     trace.load = load;
     trace.workers = config.workers;
     trace.horizon = to_nanos(horizon_s);
+    trace.variant = variant;
     trace.tasks.reserve(static_cast<std::size_t>(rate * horizon_s * 1.1) + 16);
 
     double t = 0;
@@ -81,9 +85,21 @@ Trace make_trace(const Workload& workload, std::size_t workload_index, double lo
         task.service = std::max<Nanos>(1, to_nanos(workload.draw_service_seconds(rng)));
         task.priority = draw_class(rng, config.class_share);
         task.has_deadline = rng.uniform() < config.deadline_share;
+        if (variant == Variant::FixedStarts && rng.uniform() < config.fixed_start_share) {
+            task.start = arrival + to_nanos(1.0 + 59.0 * rng.uniform());
+            task.has_deadline = false;  // a start and a deadline would measure each other
+        }
         if (task.has_deadline) {
             task.deadline = arrival + to_nanos(config.deadline_factor * static_cast<double>(task.service) / 1e9);
             task.latest_start = task.deadline - task.service;
+        }
+        if (variant == Variant::Failures) {
+            for (AttemptEnd& end : task.attempts) {
+                const double u = rng.uniform();
+                end = u < config.permanent_share                            ? AttemptEnd::Permanent
+                      : u < config.permanent_share + config.retryable_share ? AttemptEnd::Retryable
+                                                                            : AttemptEnd::Success;
+            }
         }
         trace.tasks.push_back(task);
     }
@@ -93,10 +109,17 @@ Trace make_trace(const Workload& workload, std::size_t workload_index, double lo
 const char* to_string(Policy p) {
     switch (p) {
         case Policy::Cronoq: return "cronoq";
+        case Policy::Shares: return "cronoq+shares";
         case Policy::Fifo: return "fifo";
         case Policy::Strict: return "strict";
     }
     return "?";
+}
+
+core::EngineConfig engine_config(Policy p, const SimConfig& config) {
+    core::EngineConfig engine = config.engine;
+    if (p == Policy::Shares) engine.priority.min_share = config.shares;
+    return engine;
 }
 
 }  // namespace cronoq::sim
