@@ -131,6 +131,8 @@ void decode_scheduler_options(FuzzedDataProvider& in, Sched::Builder& builder) {
         for (double& base : priority.base) base = decode_number(in);
         priority.aging_rate = decode_number(in);
         priority.age_cap = decode_number(in);
+        if (in.ConsumeBool())
+            for (double& share : priority.min_share) share = decode_number(in);
         builder.priority(priority);
     }
     if (in.ConsumeBool()) {
@@ -139,6 +141,7 @@ void decode_scheduler_options(FuzzedDataProvider& in, Sched::Builder& builder) {
         urgency.max = decode_number(in);
         urgency.overdue_rate = decode_number(in);
         urgency.overdue_cap = decode_number(in);
+        if (in.ConsumeBool()) urgency.window_factor = decode_number(in);
         builder.urgency(urgency);
     }
     if (in.ConsumeBool()) builder.retention(decode_duration(in));
