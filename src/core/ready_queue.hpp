@@ -93,39 +93,10 @@ public:
     /// class pays 1 down to 0 if that head is also its longest-waiting one.
     template <class Live, class RankOf, class Fits>
     std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits, bool& took_best) {
-        std::optional<Rank> best_any;
-        std::optional<Head> best;
-        std::array<std::optional<Head>, priority_count> oldest{};  // per class, among heads that fit
-        for (std::size_t cls = 0; cls < priority_count; ++cls) {
-            ClassQueue& c = classes_[cls];
-            while (!c.fifo.empty() && !live(c.fifo.front())) c.fifo.pop_front();
-            while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
-            while (!c.returned.empty() && !live(c.returned.front().ref)) pop_heap(c.returned);
-            const auto consider = [&](Source source, std::uint32_t slot) {
-                const Rank r = rank(slot);
-                if (!best_any || r.beats(*best_any)) best_any = r;
-                if (!fits(slot)) return;
-                const Head head{r, cls, source};
-                if (sharing_ && (!oldest[cls] || waited_longer(r, oldest[cls]->rank))) oldest[cls] = head;
-                if (best && !r.beats(best->rank)) return;
-                best = head;
-            };
-            if (!c.fifo.empty()) consider(Source::Fifo, c.fifo.front().slot);
-            if (!c.deadlines.empty()) consider(Source::Deadline, c.deadlines.front().ref.slot);
-            if (!c.returned.empty()) consider(Source::Returned, c.returned.front().ref.slot);
-        }
-        if (!best) return std::nullopt;
-        Head chosen = *best;
-        if (sharing_) {
-            if (const auto owed = owed_class(oldest)) {
-                chosen = *oldest[*owed];
-                credit_[*owed] -= dispatch_unit;
-            } else if (oldest[chosen.cls]->rank.id == chosen.rank.id) {
-                credit_[chosen.cls] = std::max<std::int64_t>(0, credit_[chosen.cls] - dispatch_unit);
-            }
-        }
-        took_best = chosen.rank.id == best_any->id;
-        return take(chosen);
+        // Two instances, so that a pool without shares runs none of the
+        // credit bookkeeping: this is every dispatch's hot path.
+        if (sharing_) return pop<true>(live, rank, fits, took_best);
+        return pop<false>(live, rank, fits, took_best);
     }
 
     /// The live head of a class's FIFO (its longest-waiting deadline-free
@@ -146,6 +117,53 @@ private:
         Source source;
     };
 
+    template <bool Sharing, class Live, class RankOf, class Fits>
+    std::optional<std::uint32_t> pop(Live& live, RankOf& rank, Fits& fits, bool& took_best) {
+        std::optional<Rank> best_any;
+        Head best{};
+        bool have_best = false;
+        // Per class, its longest-waiting head that fits; kept only with
+        // shares, and meaningful where `present` has the class's bit (plain
+        // arrays and a mask: this is the hot path of every dispatch).
+        [[maybe_unused]] std::array<Head, priority_count> oldest;
+        [[maybe_unused]] unsigned present = 0;
+        for (std::size_t cls = 0; cls < priority_count; ++cls) {
+            ClassQueue& c = classes_[cls];
+            while (!c.fifo.empty() && !live(c.fifo.front())) c.fifo.pop_front();
+            while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
+            while (!c.returned.empty() && !live(c.returned.front().ref)) pop_heap(c.returned);
+            const auto consider = [&](Source source, std::uint32_t slot) {
+                const Rank r = rank(slot);
+                if (!best_any || r.beats(*best_any)) best_any = r;
+                if (!fits(slot)) return;
+                if constexpr (Sharing) {
+                    if (!(present >> cls & 1u) || waited_longer(r, oldest[cls].rank)) {
+                        oldest[cls] = Head{r, cls, source};
+                        present |= 1u << cls;
+                    }
+                }
+                if (have_best && !r.beats(best.rank)) return;
+                best = Head{r, cls, source};
+                have_best = true;
+            };
+            if (!c.fifo.empty()) consider(Source::Fifo, c.fifo.front().slot);
+            if (!c.deadlines.empty()) consider(Source::Deadline, c.deadlines.front().ref.slot);
+            if (!c.returned.empty()) consider(Source::Returned, c.returned.front().ref.slot);
+        }
+        if (!have_best) return std::nullopt;
+        Head chosen = best;
+        if constexpr (Sharing) {
+            if (const auto owed = owed_class(present)) {
+                chosen = oldest[*owed];
+                credit_[*owed] -= dispatch_unit;
+            } else if (oldest[chosen.cls].rank.id == chosen.rank.id) {
+                credit_[chosen.cls] = std::max<std::int64_t>(0, credit_[chosen.cls] - dispatch_unit);
+            }
+        }
+        took_best = chosen.rank.id == best_any->id;
+        return take(chosen);
+    }
+
     static bool waited_longer(const Rank& a, const Rank& b) {
         if (a.ready_since != b.ready_since) return a.ready_since < b.ready_since;
         return a.id < b.id;
@@ -153,13 +171,12 @@ private:
 
     // Credits are earned only when there is a choice to make: a class alone
     // with ready work takes every slot anyway.
-    std::optional<std::size_t> owed_class(const std::array<std::optional<Head>, priority_count>& present) {
-        std::size_t contenders = 0;
-        for (const auto& h : present) contenders += h.has_value();
-        if (contenders < 2) return std::nullopt;
+    // `present`: a bit per class with a head that fits.
+    std::optional<std::size_t> owed_class(unsigned present) {
+        if ((present & (present - 1)) == 0) return std::nullopt;  // fewer than two classes
         std::optional<std::size_t> owed;
         for (std::size_t cls = 0; cls < priority_count; ++cls) {
-            if (!present[cls]) continue;
+            if (!(present >> cls & 1u)) continue;
             credit_[cls] += share_units_[cls];
             if (credit_[cls] >= dispatch_unit && (!owed || credit_[cls] > credit_[*owed])) owed = cls;
         }
