@@ -1,6 +1,8 @@
 #pragma once
 // The engine's internal state and its transitions. Private to the engine:
-// included by engine.cpp only, which holds the public API over it.
+// included by its sources (src/core/engine*.cpp) only; engine.cpp holds the
+// public API over it, the others one concern each (admission, bounds,
+// resources, waiting states, autoscaling).
 #include <cronoq/config_error.hpp>
 #include <cronoq/core/engine.hpp>
 

@@ -39,8 +39,16 @@ struct TaskInfo {
     std::shared_ptr<const void> payload;
 };
 
+/// Links the records the engine holds (guarded by the engine's mutex), so
+/// that a scheduler destroyed while the engine still knows tasks (keyed
+/// ones it retains) lets go of them.
+struct RecordLink {
+    RecordLink* prev = this;
+    RecordLink* next = this;
+};
+
 /// A task's one allocation in the driver.
-struct TaskRecord final : HandleState, TaskInfo {
+struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     TaskRecord(TaskId task, std::weak_ptr<SchedulerCore> core) : HandleState(task, std::move(core)) { TaskInfo::id = task; }
 
     // Guarded by the engine's mutex.

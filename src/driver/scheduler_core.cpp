@@ -110,7 +110,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
     if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
     record->assign_id(id);
     record->TaskInfo::id = id;
-    record->engine_ref = record;
+    hold(record);
     return record;
 }
 

@@ -101,6 +101,11 @@ using Deferred = std::variant<Finish, StatusEvent, UniqueFunction<void()>, Drain
 
 struct SchedulerCore::State {
     State(asio::any_io_executor ex, SchedulerOptions opts);
+    ~State();
+    /// The engine's reference to `record`, from admission (`hold`) until it
+    /// lets go (`release`, which hands the reference back to drop later).
+    void hold(const std::shared_ptr<TaskRecord>& record);
+    std::shared_ptr<TaskRecord> release(TaskRecord& record);
 
     asio::any_io_executor executor;
     SchedulerOptions options;
@@ -123,6 +128,7 @@ struct SchedulerCore::State {
     std::unique_ptr<Clock::Timer> abandon_timer;    // shutdown's limit on deaf attempts
     bool abandon_armed = false;
     std::map<std::string, Schedule, std::less<>> schedules;
+    RecordLink held_records;        // every record whose engine_ref is set
     std::size_t coroutines = 0;     // attempt coroutines that have not returned (or were abandoned)
     RunningLink running_attempts;   // the list of those coroutines
     bool shutting_down = false;

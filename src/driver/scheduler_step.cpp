@@ -49,6 +49,33 @@ SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     debug_logging = logger()->should_log(spdlog::level::debug);
 }
 
+SchedulerCore::State::~State() {
+    // Records the engine still held (keyed tasks it retained, tasks of a
+    // scheduler destroyed before its shutdown finished): each refers to
+    // itself, so let go of them here.
+    std::vector<std::shared_ptr<TaskRecord>> refs;
+    while (held_records.next != &held_records) {
+        auto& record = static_cast<TaskRecord&>(*held_records.next);
+        record.live.reset();  // an attempt refers to its record too
+        refs.push_back(release(record));
+    }
+}
+
+void SchedulerCore::State::hold(const std::shared_ptr<TaskRecord>& record) {
+    record->engine_ref = record;
+    record->prev = held_records.prev;
+    record->next = &held_records;
+    record->prev->next = record.get();
+    held_records.prev = record.get();
+}
+
+std::shared_ptr<TaskRecord> SchedulerCore::State::release(TaskRecord& record) {
+    record.prev->next = record.next;
+    record.next->prev = record.prev;
+    record.prev = record.next = &record;
+    return std::move(record.engine_ref);
+}
+
 // ---- steps -------------------------------------------------------------------------
 
 SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
@@ -225,7 +252,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
         engine.release_user(s.task);
         // The attempt that just ended may still be returning: it holds the
         // record through its context, not through this reference.
-        ref = std::move(record->engine_ref);
+        ref = release(*record);
     }
     deferred.emplace_back(Finish{std::move(ref), s.status, s.attempt, std::move(s.message), std::move(output)});
 }
@@ -233,7 +260,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
 void SchedulerCore::State::on(core::Forget& f, core::Time, std::chrono::system_clock::time_point) {
     if (TaskRecord* record = from_user(f.user)) {
         // Released after the mutex, with the step's other work.
-        deferred.emplace_back(UniqueFunction<void()>([ref = std::move(record->engine_ref)] {}));
+        deferred.emplace_back(UniqueFunction<void()>([ref = release(*record)] {}));
     }
 }
 
