@@ -5,10 +5,15 @@
 namespace cronoq::core::test {
 namespace {
 
-TEST(UserValueTest, EveryActionAboutATaskCarriesItsUserValue) {
+// Retention short enough that a test sees its task forgotten.
+EngineConfig short_retention() {
     EngineConfig config;
     config.retention = 10s;
-    Harness h(config);
+    return config;
+}
+
+TEST(UserValueTest, EveryActionAboutATaskCarriesItsUserValue) {
+    Harness h(short_retention());
     const PoolId pool = h.add_pool(PoolConfig{"p", 1});
     TaskSpec spec{.pool = pool};
     spec.user = 0xfeedfacecafebeefull;
@@ -48,16 +53,8 @@ TEST(UserValueTest, TasksKeepTheirOwnValues) {
     EXPECT_EQ(h.engine.user(TaskId{987654}), std::nullopt);
 }
 
-}  // namespace
-}  // namespace cronoq::core::test
-
-namespace cronoq::core::test {
-namespace {
-
 TEST(UserValueTest, ReleasedValueIsZeroFromThenOnAndOnlyTerminalTasksRelease) {
-    EngineConfig config;
-    config.retention = 10s;
-    Harness h(config);
+    Harness h(short_retention());
     const PoolId pool = h.add_pool(PoolConfig{"p", 1});
     TaskSpec spec{.pool = pool};
     spec.user = 7;
