@@ -84,7 +84,6 @@ struct Attempt final : AttemptState, RunningLink {
     TaskRecord* record = nullptr;  // kept alive by `task`
     const PoolRuntime* pool = nullptr;
     asio::cancellation_signal signal;
-    bool running = false;  // linked; false once returned or abandoned
 };
 
 }  // namespace cronoq::detail

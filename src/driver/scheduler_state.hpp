@@ -129,8 +129,8 @@ struct SchedulerCore::State {
     bool abandon_armed = false;
     std::map<std::string, Schedule, std::less<>> schedules;
     RecordLink held_records;        // every record whose engine_ref is set
-    std::size_t coroutines = 0;     // attempt coroutines that have not returned (or were abandoned)
-    RunningLink running_attempts;   // the list of those coroutines
+    // Attempt coroutines that have not returned (and were not abandoned).
+    RunningLink running_attempts;
     bool shutting_down = false;
     bool finished = false;          // shutdown completed: no timer may be armed again
 

@@ -327,18 +327,14 @@ void SchedulerCore::State::link_running(Attempt& a) {
     a.next = &running_attempts;
     a.prev->next = &a;
     running_attempts.prev = &a;
-    a.running = true;
-    ++coroutines;
 }
 
 // False if it was not linked (it had already been abandoned).
 bool SchedulerCore::State::unlink_running(Attempt& a) {
-    if (!a.running) return false;
+    if (a.prev == &a) return false;  // unlinked: a link points to itself
     a.prev->next = a.next;
     a.next->prev = a.prev;
     a.prev = a.next = &a;
-    a.running = false;
-    --coroutines;
     return true;
 }
 
@@ -386,7 +382,7 @@ void SchedulerCore::State::begin_shutdown(std::chrono::nanoseconds grace) {
 void SchedulerCore::State::check_drained() {
     if (!shutting_down || finished) return;
     if (engine.live_tasks() != 0) return;
-    if (coroutines != 0) return arm_abandon();
+    if (running_attempts.next != &running_attempts) return arm_abandon();
     finished = true;
     armed.reset();
     timer->disarm();
