@@ -1,6 +1,6 @@
 #pragma once
 // Recurring<P>: a task template run on a cron schedule (SPEC §6).
-#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/task_request.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/start_policy.hpp>
 #include <cronoq/task.hpp>

@@ -64,7 +64,7 @@ public:
     SubmitResult<TaskHandle<O>> try_submit(Task<P> task) {
         auto r = owner_->core->try_submit(std::move(task).request());
         if (!r) return {r.error(), r.message()};
-        return TaskHandle<O>(std::move(r).value());
+        return detail::Access::make<TaskHandle<O>>(std::move(r).value());
     }
 
     /// Submits; throws SubmitException on an error. When the task's pool is
@@ -78,7 +78,7 @@ public:
         auto owner = owner_;
         auto op = owner->core->submit(std::move(task).request());
         auto state = co_await std::move(op);
-        co_return TaskHandle<O>(std::move(state));
+        co_return detail::Access::make<TaskHandle<O>>(std::move(state));
     }
 
     /// Submits independent tasks in one engine step (SPEC §13): each is
@@ -94,7 +94,7 @@ public:
         out.reserve(results.size());
         for (auto& r : results) {
             if (r)
-                out.emplace_back(TaskHandle<O>(std::move(r).value()));
+                out.emplace_back(detail::Access::make<TaskHandle<O>>(std::move(r).value()));
             else
                 out.emplace_back(r.error(), r.message());
         }
@@ -112,7 +112,7 @@ public:
         if (!r) return {r.error(), r.message()};
         std::vector<TaskHandle<O>> handles;
         handles.reserve(r.value().size());
-        for (auto& state : r.value()) handles.push_back(TaskHandle<O>(std::move(state)));
+        for (auto& state : r.value()) handles.push_back(detail::Access::make<TaskHandle<O>>(std::move(state)));
         return handles;
     }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Task<P>: the description of one unit of work, built fluently (SPEC §11).
 #include <cronoq/dep.hpp>
-#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/task_request.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>

@@ -1,6 +1,7 @@
 #pragma once
 // TaskContext: what an executor knows of the attempt it runs (SPEC §4).
 #include <cronoq/cancellation_token.hpp>
+#include <cronoq/detail/access.hpp>
 #include <cronoq/ids.hpp>
 
 #include <asio/awaitable.hpp>
@@ -23,10 +24,9 @@ struct AttemptState;
 }
 
 /// Cheap to copy. Valid after the attempt ends, but then reports cancelled.
+/// Made by the scheduler for each attempt; user code only receives it.
 class TaskContext {
 public:
-    explicit TaskContext(std::shared_ptr<detail::AttemptState> state) : state_(std::move(state)) {}
-
     TaskId id() const;
     LeaseId lease() const;
     std::uint32_t attempt() const;  ///< from 1
@@ -41,9 +41,14 @@ public:
 
     bool is_cancelled() const;
     /// Completes when the attempt is cancelled (at once if it already is),
-    /// never otherwise. Cancelling the awaiting coroutine ends the wait with
-    /// `asio::error::operation_aborted` (thrown as `std::system_error`);
-    /// that is how `work || ctx.cancelled()` drops the losing branch.
+    /// never otherwise; the completion is posted to the awaiting
+    /// coroutine's executor, never run inline.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
+    /// coroutine's default filter lets only `terminal` through). Any of
+    /// them ends the wait with `asio::error::operation_aborted` (thrown as
+    /// `std::system_error`) and changes nothing else: that is how
+    /// `work || ctx.cancelled()` drops the losing branch.
     asio::awaitable<void> cancelled() const;
     CancellationToken cancellation_token() const;
 
@@ -51,9 +56,10 @@ public:
     /// no-op when the pool has no TTL, and after the attempt ended.
     void heartbeat() const;
 
-    const std::shared_ptr<detail::AttemptState>& state() const { return state_; }
-
 private:
+    friend struct detail::Access;
+    explicit TaskContext(std::shared_ptr<detail::AttemptState> state) : state_(std::move(state)) {}
+
     std::shared_ptr<detail::AttemptState> state_;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 // TaskHandle<O>: follow one submitted task to its end.
+#include <cronoq/detail/access.hpp>
 #include <cronoq/detail/handle_state.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/task_failure.hpp>
@@ -18,7 +19,6 @@ class TaskHandle {
 public:
     /// An empty handle, only to be assigned to (`valid()` is false).
     TaskHandle() = default;
-    explicit TaskHandle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
 
     bool valid() const { return state_ != nullptr; }
 
@@ -30,9 +30,14 @@ public:
 
     /// Waits for the task's end: its output if it succeeded (null for `void`),
     /// else throws `TaskFailure` with the status and last error. A real Asio
-    /// operation: it keeps the io_context busy while it waits. Cancelling
-    /// the awaiting coroutine ends the wait with `operation_aborted` (thrown
-    /// as `std::system_error`); the task itself goes on.
+    /// operation: it keeps the io_context busy while it waits, and its
+    /// completion is posted to the awaiting coroutine's executor.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
+    /// coroutine's default filter lets only `terminal` through). Any of
+    /// them ends the wait with `operation_aborted` (thrown as
+    /// `std::system_error`) and nothing else: the task itself goes on, and
+    /// `result()` may be awaited again.
     asio::awaitable<std::shared_ptr<const O>> result() const {
         auto state = state_;
         auto done = detail::WaitList::async_wait(detail::HandleState::done_waits(state), asio::use_awaitable);
@@ -40,9 +45,10 @@ public:
         co_return std::static_pointer_cast<const O>(state->outcome());
     }
 
-    const std::shared_ptr<detail::HandleState>& state() const { return state_; }
-
 private:
+    friend struct detail::Access;
+    explicit TaskHandle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+
     std::shared_ptr<detail::HandleState> state_;
 };
 

@@ -8,6 +8,7 @@
 // context's state and the coroutine's cancellation signal.
 #include <cronoq/detail/cancel_state.hpp>
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/task_request.hpp>
 #include <cronoq/detail/handle_state.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/task_context.hpp>

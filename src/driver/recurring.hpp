@@ -4,7 +4,7 @@
 // this under its mutex when an occurrence is due.
 #include <cronoq/core/time.hpp>
 #include <cronoq/cron_expr.hpp>
-#include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/task_request.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/task_status.hpp>
 

@@ -308,7 +308,7 @@ asio::awaitable<AttemptOutput> SchedulerCore::State::run_attempt(std::shared_ptr
     try {
         // Not one expression: GCC 12 destroys by-value temporaries of a
         // co_await full-expression twice.
-        auto attempt = a->pool->def.executor.run(TaskContext(a), a->task->payload);
+        auto attempt = a->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(a)), a->task->payload);
         out = co_await std::move(attempt);
     } catch (const TaskError& e) {
         out.error = e;

@@ -33,7 +33,15 @@ CancellationToken::CancellationToken() : state_(std::make_shared<detail::CancelS
 
 bool CancellationToken::is_cancelled() const { return state_->is_cancelled(); }
 
-void CancellationToken::on_cancel(std::function<void()> callback) const { state_->on_cancel(std::move(callback)); }
+CancellationRegistration CancellationToken::on_cancel(std::function<void()> callback) const {
+    const std::uint64_t id = state_->on_cancel(std::move(callback));
+    return detail::Access::make<CancellationRegistration>(std::weak_ptr<detail::CancelState>(state_), id);
+}
+
+bool CancellationRegistration::remove() {
+    auto state = std::exchange(state_, {}).lock();
+    return state && state->remove(std::exchange(id_, 0));
+}
 
 // ---- TaskContext ----------------------------------------------------------------------
 
@@ -63,7 +71,7 @@ asio::awaitable<void> TaskContext::cancelled() const {
 }
 
 CancellationToken TaskContext::cancellation_token() const {
-    return CancellationToken(std::shared_ptr<detail::CancelState>(state_, &state_->cancel));
+    return detail::Access::make<CancellationToken>(std::shared_ptr<detail::CancelState>(state_, &state_->cancel));
 }
 
 void TaskContext::heartbeat() const {
@@ -74,7 +82,7 @@ void TaskContext::heartbeat() const {
 // ---- offload ----------------------------------------------------------------------------
 
 asio::awaitable<void> detail::offload_erased(const TaskContext& ctx, UniqueFunction<void()> job) {
-    auto core = ctx.state()->core.lock();
+    auto core = detail::Access::state(ctx)->core.lock();
     if (!core) throw std::logic_error("cronoq::offload: the scheduler of this context is gone");
     asio::any_io_executor blocking;
     try {

@@ -3,10 +3,14 @@
 #include <cronoq/detail/wait_list.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <vector>
+#include <thread>
+#include <utility>
 
 namespace cronoq::detail {
 
@@ -18,34 +22,68 @@ class CancelState {
 public:
     bool is_cancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
-    void on_cancel(std::function<void()> callback) {
+    /// Registers `callback` and returns its id; when already cancelled,
+    /// runs it at once on this thread (what it throws reaches the caller)
+    /// and returns 0.
+    std::uint64_t on_cancel(std::function<void()> callback) {
         {
             std::lock_guard lock(mu_);
             if (!cancelled_.load(std::memory_order_relaxed)) {
-                callbacks_.push_back(std::move(callback));
-                return;
+                const std::uint64_t id = ++next_id_;
+                callbacks_.emplace_back(id, std::move(callback));
+                return id;
             }
         }
         callback();
+        return 0;
     }
 
-    /// Fires once; later calls do nothing. Callbacks run on this thread; one
-    /// that throws is logged and the others still run.
+    /// True if callback `id` was taken back before it ran. Otherwise false,
+    /// after waiting for it to return if it runs on another thread.
+    bool remove(std::uint64_t id) {
+        std::unique_lock lock(mu_);
+        for (auto it = callbacks_.begin(); it != callbacks_.end(); ++it) {
+            if (it->first == id) {
+                callbacks_.erase(it);
+                return true;
+            }
+        }
+        if (id != 0 && running_ == id && runner_ != std::this_thread::get_id())
+            returned_.wait(lock, [&] { return running_ != id; });
+        return false;
+    }
+
+    /// Fires once; later calls do nothing. Callbacks run on this thread, in
+    /// the order they were registered, one at a time so that `remove` can
+    /// tell which one runs; one that throws is logged and the others still
+    /// run.
     void cancel() {
-        std::vector<std::function<void()>> callbacks;
         std::shared_ptr<WaitList> waits;  // a list made after this sees cancelled_
         {
             std::lock_guard lock(mu_);
             if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
-            callbacks.swap(callbacks_);
             waits = waits_;
+            runner_ = std::this_thread::get_id();
         }
-        for (auto& cb : callbacks) {
+        for (;;) {
+            std::function<void()> callback;
+            {
+                std::lock_guard lock(mu_);
+                if (callbacks_.empty()) break;
+                running_ = callbacks_.front().first;
+                callback = std::move(callbacks_.front().second);
+                callbacks_.pop_front();
+            }
             try {
-                cb();
+                callback();
             } catch (...) {
                 log_contained_exception("an on_cancel callback");
             }
+            {
+                std::lock_guard lock(mu_);
+                running_ = 0;
+            }
+            returned_.notify_all();
         }
         if (waits) waits->set();
     }
@@ -63,7 +101,11 @@ public:
 private:
     std::atomic<bool> cancelled_{false};
     std::mutex mu_;
-    std::vector<std::function<void()>> callbacks_;
+    std::condition_variable returned_;  // a running callback returned
+    std::uint64_t next_id_ = 0;
+    std::uint64_t running_ = 0;  // the callback `cancel` runs now, 0 if none
+    std::thread::id runner_;     // the thread that cancelled
+    std::deque<std::pair<std::uint64_t, std::function<void()>>> callbacks_;
     std::shared_ptr<WaitList> waits_;  // guarded by mu_
 };
 

@@ -4,6 +4,7 @@
 #include <cronoq/clock.hpp>
 #include <cronoq/core/engine.hpp>
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/task_request.hpp>
 #include <cronoq/detail/handle_state.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/submit_error.hpp>
