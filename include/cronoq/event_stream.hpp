@@ -27,9 +27,12 @@ public:
     ~EventStream();
 
     /// The next event; empty once the stream is closed and drained (the
-    /// scheduler shut down or `close()` was called). A real Asio operation;
-    /// cancelling the awaiting coroutine ends the wait with
-    /// `operation_aborted` and loses no event.
+    /// scheduler shut down or `close()` was called). A real Asio operation,
+    /// completed on the awaiting coroutine's executor.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
+    /// coroutine's default filter lets only `terminal` through): the wait
+    /// ends with `operation_aborted` and loses no event.
     asio::awaitable<std::optional<StatusEvent>> next();
     /// The next event if one is queued; never waits.
     std::optional<StatusEvent> try_next();

@@ -21,9 +21,14 @@ asio::awaitable<void> offload_erased(const TaskContext& ctx, UniqueFunction<void
 
 /// Runs `fn()` (or `fn(CancellationToken)`) on the scheduler's blocking
 /// thread pool and returns its result, or rethrows what it threw. The
-/// attempt's cancellation is visible to `fn` through the token. Cancelling
-/// the awaiting coroutine ends the wait at once with `operation_aborted`;
-/// `fn` cannot be interrupted and runs to its end, its result dropped.
+/// attempt's cancellation is visible to `fn` through the token. Completes
+/// on the awaiting coroutine's executor.
+///
+/// Asio cancellation: honours `terminal` and `partial` (a coroutine's
+/// default filter lets only `terminal` through), not `total`: the wait
+/// ends at once with `operation_aborted`, but `fn` cannot be interrupted
+/// and runs to its end, its result dropped, so the operation may have had
+/// its effect.
 /// If the blocking pool's threads cannot be started (a process limit), it
 /// throws `TaskError::retryable` without running `fn`: the attempt fails
 /// and is retried under its policy.

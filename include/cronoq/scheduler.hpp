@@ -70,10 +70,14 @@ public:
     /// Submits; throws SubmitException on an error. When the task's pool is
     /// full under `OverflowPolicy::Wait`, suspends until there is room, in
     /// FIFO order among waiting submitters (a `try_submit` that finds room
-    /// is admitted at once). Cancelling the awaiting coroutine while it
-    /// waits ends the wait with `operation_aborted` and admits nothing;
-    /// once admitted, the task is not withdrawn. At shutdown, waiting
-    /// submitters fail with `ShuttingDown`.
+    /// is admitted at once). At shutdown, waiting submitters fail with
+    /// `ShuttingDown`. Completes on the awaiting coroutine's executor.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total` while
+    /// it waits for room (a coroutine's default filter lets only
+    /// `terminal` through): the wait ends with `operation_aborted`, the
+    /// task is not admitted and its turn passes to the next submitter.
+    /// Once admitted, the task is not withdrawn.
     asio::awaitable<TaskHandle<O>> submit(Task<P> task) {
         auto owner = owner_;
         auto op = owner->core->submit(std::move(task).request());
@@ -116,8 +120,9 @@ public:
         return handles;
     }
 
-    /// `try_submit_batch` that throws SubmitException on an error.
-    /// Cancelling the awaiting coroutine does not withdraw admitted tasks.
+    /// `try_submit_batch` that throws SubmitException on an error. It never
+    /// suspends on a wait, so there is nothing for Asio cancellation to
+    /// end: it completes with the batch admitted or throws.
     asio::awaitable<std::vector<TaskHandle<O>>> submit_batch(std::vector<Task<P>> tasks) {
         auto owner = owner_;
         auto r = try_submit_batch(std::move(tasks));
@@ -161,9 +166,11 @@ public:
     /// `abandon_after` (default 1 s) later: those are abandoned, with a
     /// warning naming each; they keep what they use alive, their late
     /// results are ignored, and the io_context's `run()` returns once they
-    /// end. Afterwards the scheduler holds no pending operation. Cancelling
-    /// the awaiting coroutine ends the wait with `operation_aborted`; the
-    /// shutdown goes on.
+    /// end. Afterwards the scheduler holds no pending operation.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
+    /// coroutine's default filter lets only `terminal` through): the wait
+    /// ends with `operation_aborted`, and the shutdown goes on regardless.
     /// `grace`: any `std::chrono::duration`, saturated into nanoseconds.
     template <class Rep, class Period>
     asio::awaitable<void> shutdown(std::chrono::duration<Rep, Period> grace) {

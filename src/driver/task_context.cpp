@@ -100,7 +100,10 @@ asio::awaitable<void> detail::offload_erased(const TaskContext& ctx, UniqueFunct
         done->set();
     });
     core.reset();  // the job must not keep the scheduler alive
-    co_await done->async_wait(asio::use_awaitable);
+    // Not `total`: the job runs to its end whether or not it is awaited.
+    auto wait = WaitList::async_wait(done, asio::use_awaitable, {},
+                                     asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    co_await std::move(wait);
 }
 
 }  // namespace cronoq

@@ -1,6 +1,9 @@
 // cronoq::offload: blocking work on the scheduler's blocking pool (SPEC §4).
 #include "driver_harness.hpp"
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -68,15 +71,6 @@ TEST(Offload, VoidFunctionAndMoveOnlyResult) {
     EXPECT_EQ(side_effect.load(), 5);
 }
 
-// LIBRARY BUG (TSan, intermittent, ~1 run in 50 with --gtest_repeat under
-// -DCRONOQ_SANITIZE=thread): src/driver/task_context.cpp offload_erased()
-// destroys the job (fn's closure and offload()'s Slot, which holds the
-// exception_ptr) on the blocking thread *after* `done->set()` has resumed the
-// awaiting coroutine. The exception object's last reference can then drop on
-// the blocking thread after the io thread read e.what(), through libstdc++'s
-// uninstrumented refcount: "data race ... ~runtime_error ... ~Slot
-// offload.hpp:31" vs "strlen ... offload_test.cpp (e.what())". Fix: reset
-// `job` before `done->set()`. Left in place on purpose.
 TEST(Offload, ExceptionThrownInsideRethrowsAtTheAwait) {
     asio::io_context io;
     auto sched = Sched::builder()
@@ -220,4 +214,64 @@ TEST(Offload, ShutdownWhileFnRunsCompletesAndDropsTheResult) {
     EXPECT_EQ(h.status(), TaskStatus::Cancelled);
     gate.set_value();
     fn_done.get_future().wait();
+}
+
+// fn runs to its end whatever happens to the wait, so the wait honours
+// `terminal` and `partial` cancellation but not `total` (which promises the
+// operation had no effect).
+TEST(Offload, HonoursPartialCancellationButNotTotal) {
+    asio::io_context io;
+    std::optional<TaskContext> context;
+    auto sched = Sched::builder()
+                     .pool(Pool<int, int>("p").executor_fn(
+                         [&](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
+                             context = ctx;
+                             co_await ctx.cancelled();
+                             co_return TaskError::cancelled();
+                         }))
+                     .build(io.get_executor());
+    auto h = sched.try_submit(Task<int>(0)).value();
+    io.poll();
+    ASSERT_TRUE(context.has_value());
+
+    std::promise<void> gate;
+    std::shared_future<void> opened = gate.get_future().share();
+    std::promise<void> started;
+    auto waiter = [](TaskContext ctx, std::shared_future<void> opened, std::promise<void>* started) -> asio::awaitable<int> {
+        // Let every type through to the offload wait: it filters itself.
+        co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+        auto job = offload(ctx, [opened, started] {
+            started->set_value();
+            opened.wait();
+            return 7;
+        });
+        co_return co_await std::move(job);
+    };
+    asio::cancellation_signal signal;
+    std::optional<std::string> ended;
+    asio::co_spawn(io, waiter(*context, opened, &started),
+                   asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e, int v) {
+                       try {
+                           if (e) std::rethrow_exception(e);
+                           ended = "value " + std::to_string(v);
+                       } catch (const std::system_error& err) {
+                           ended = err.code() == asio::error::operation_aborted ? "operation_aborted" : err.what();
+                       }
+                   }));
+    io.poll();
+    started.get_future().wait();  // fn runs on the blocking pool
+
+    signal.emit(asio::cancellation_type::total);
+    io.poll();
+    EXPECT_FALSE(ended.has_value()) << "a total cancellation ended the wait: " << *ended;
+
+    signal.emit(asio::cancellation_type::partial);
+    io.poll();
+    EXPECT_EQ(ended, std::optional<std::string>("operation_aborted"));
+
+    gate.set_value();
+    EXPECT_TRUE(h.cancel());
+    io.restart();
+    io.run();
+    EXPECT_EQ(h.status(), TaskStatus::Cancelled);
 }

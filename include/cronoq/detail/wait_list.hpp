@@ -10,6 +10,7 @@
 
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
+#include <asio/cancellation_type.hpp>
 #include <asio/async_result.hpp>
 #include <asio/error.hpp>
 #include <asio/execution/outstanding_work.hpp>
@@ -74,18 +75,23 @@ public:
 
     /// As above, for a list that lives inside another object: `self`
     /// points to it and keeps that object alive (an aliasing pointer).
+    /// `honoured`: the cancellation types that end the wait; a signal of
+    /// none of them is ignored (e.g. `total` for a wait whose operation may
+    /// already have had its effect).
     template <class Token>
-    static auto async_wait(std::shared_ptr<WaitList> self, Token&& token, UniqueFunction<void()> on_cancel = {}) {
+    static auto async_wait(std::shared_ptr<WaitList> self, Token&& token, UniqueFunction<void()> on_cancel = {},
+                           asio::cancellation_type honoured = asio::cancellation_type::all) {
         return asio::async_initiate<Token, void(std::error_code)>(
-            [self = std::move(self), on_cancel = std::move(on_cancel)](auto handler) mutable {
-                self->initiate(self, std::move(handler), std::move(on_cancel));
+            [self = std::move(self), on_cancel = std::move(on_cancel), honoured](auto handler) mutable {
+                self->initiate(self, std::move(handler), std::move(on_cancel), honoured);
             },
             token);
     }
 
 private:
     template <class Handler>
-    void initiate(const std::shared_ptr<WaitList>& self, Handler handler, UniqueFunction<void()> on_cancel) {
+    void initiate(const std::shared_ptr<WaitList>& self, Handler handler, UniqueFunction<void()> on_cancel,
+                  asio::cancellation_type honoured) {
         auto slot = asio::get_associated_cancellation_slot(handler);
         auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
         Waiter waiter = [h = std::move(handler), work](std::error_code ec) mutable {
@@ -102,7 +108,8 @@ private:
         // and resume the coroutine: the slot belongs to that coroutine. The
         // slot's handler itself only ever runs in the coroutine's context.
         if (slot.is_connected()) {
-            slot.assign([self, id, on_cancel = std::move(on_cancel)](asio::cancellation_type) mutable {
+            slot.assign([self, id, on_cancel = std::move(on_cancel), honoured](asio::cancellation_type type) mutable {
+                if ((type & honoured) == asio::cancellation_type::none) return;
                 if (on_cancel) on_cancel();
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
