@@ -29,7 +29,6 @@ struct Attempt;
 
 /// Immutable after submit; what an attempt's context shows of its task.
 struct TaskInfo {
-    TaskId id;
     std::shared_ptr<const std::string> pool;  // shared: a context may outlive its scheduler
     std::string kind;
     std::optional<std::string> key;
@@ -50,7 +49,7 @@ struct RecordLink {
 
 /// A task's one allocation in the driver.
 struct TaskRecord final : HandleState, TaskInfo, RecordLink {
-    TaskRecord(TaskId task, std::weak_ptr<SchedulerCore> core) : HandleState(task, std::move(core)) { TaskInfo::id = task; }
+    TaskRecord(TaskId task, std::weak_ptr<SchedulerCore> core) : HandleState(task, std::move(core)) {}
 
     // Guarded by the engine's mutex.
     /// The engine's reference, behind TaskSpec::user: set at admission,
@@ -61,6 +60,9 @@ struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     /// The output of a success being reported, until its Status takes it.
     std::shared_ptr<const void> output;
 };
+
+/// The id of the task whose info this is: the info is part of its record.
+inline TaskId task_id(const TaskInfo& info) { return static_cast<const TaskRecord&>(info).id(); }
 
 inline std::uint64_t to_user(TaskRecord* r) { return reinterpret_cast<std::uintptr_t>(r); }
 inline TaskRecord* from_user(std::uint64_t u) { return reinterpret_cast<TaskRecord*>(static_cast<std::uintptr_t>(u)); }

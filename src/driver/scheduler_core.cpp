@@ -109,7 +109,6 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
     const std::uint64_t user = engine.user(id).value_or(0);
     if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
     record->assign_id(id);
-    record->TaskInfo::id = id;
     hold(record);
     return record;
 }

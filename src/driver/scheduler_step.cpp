@@ -24,9 +24,9 @@ void contained(const char* step, const Attempt& a, F&& f) noexcept {
     try {
         f();
     } catch (const std::exception& e) {
-        logger()->warn("task {} lease {}: {} threw: {}", a.task->id.value, a.lease.value, step, e.what());
+        logger()->warn("task {} lease {}: {} threw: {}", task_id(*a.task).value, a.lease.value, step, e.what());
     } catch (...) {
-        logger()->warn("task {} lease {}: {} threw a non-standard exception", a.task->id.value, a.lease.value, step);
+        logger()->warn("task {} lease {}: {} threw a non-standard exception", task_id(*a.task).value, a.lease.value, step);
     }
 }
 
@@ -125,12 +125,12 @@ void SchedulerCore::State::serve_ends(core::Time now) {
             // Not live: the engine abandoned the attempt, and what it threw
             // on the way out (operation_aborted) is expected, not a panic.
             if (end.output.error && end.output.error->message().rfind("panic: ", 0) == 0)
-                log([id = a.task->id, attempt = a.attempt, message = end.output.error->message()] {
+                log([id = task_id(*a.task), attempt = a.attempt, message = end.output.error->message()] {
                     logger()->warn("task {} attempt {}: executor {}", id.value, attempt, message);
                 });
         }
         if (!unlink_running(a))
-            log([id = a.task->id, lease = a.lease] {
+            log([id = task_id(*a.task), lease = a.lease] {
                 logger()->warn("task {} lease {}: abandoned attempt returned after shutdown; its result was ignored",
                                id.value, lease.value);
             });
@@ -354,7 +354,7 @@ void SchedulerCore::State::abandon_deaf_attempts() {
     Step step(*this);
     while (running_attempts.next != &running_attempts) {
         Attempt& a = static_cast<Attempt&>(*running_attempts.next);
-        log([id = a.task->id, lease = a.lease, pool = a.pool->name, attempt = a.attempt, after = options.abandon_after] {
+        log([id = task_id(*a.task), lease = a.lease, pool = a.pool->name, attempt = a.attempt, after = options.abandon_after] {
             logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
                            "abandoned, its result will be ignored",
                            id.value, lease.value, *pool, attempt, after.count() / 1000000);

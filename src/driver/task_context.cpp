@@ -45,7 +45,7 @@ bool CancellationRegistration::remove() {
 
 // ---- TaskContext ----------------------------------------------------------------------
 
-TaskId TaskContext::id() const { return state_->task->id; }
+TaskId TaskContext::id() const { return detail::task_id(*state_->task); }
 LeaseId TaskContext::lease() const { return state_->lease; }
 std::uint32_t TaskContext::attempt() const { return state_->attempt; }
 const std::string& TaskContext::pool() const { return *state_->task->pool; }
