@@ -131,10 +131,10 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
     if (!found) return false;
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
-    s.end_lease(t, now);
+    const AttemptState ended = s.end_lease(t, now);
     switch (outcome.kind) {
         case Outcome::Kind::Success:
-            s.pools[t.pool].run_times[t.kind].add(now - t.attempt_started);
+            s.pools[t.pool].run_times[t.kind].add(now - ended.started);
             s.finish(slot, TaskStatus::Succeeded, {}, now);
             break;
         case Outcome::Kind::Permanent: s.finish(slot, TaskStatus::Failed, outcome.message, now); break;
@@ -151,7 +151,7 @@ bool Engine::heartbeat(LeaseId lease, Time now) {
     if (!found) return false;
     TaskSlot& t = s.slots[*found];
     const auto& ttl = s.pools[t.pool].config.lease_ttl;
-    if (ttl) t.lease_expiry = later(now, *ttl);
+    if (ttl) s.attempts[t.run].lease_expiry = later(now, *ttl);
     s.settle(now);
     return true;
 }

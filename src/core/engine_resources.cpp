@@ -61,7 +61,7 @@ void Engine::State::unpark(detail::ResourceId r, Time now) {
             // Back in its queue with its ready time: aging and order kept.
             PoolState& p = pools[t.pool];
             if (t.has_deadline)
-                p.queue.push_deadline(t.priority, t.latest_start, t.id.value, ref);
+                p.queue.push_deadline(t.priority, extras[t.extras].latest_start, t.id.value, ref);
             else
                 p.queue.push_returned(t.priority, t.ready_since, t.id.value, ref);
             p.dirty = true;

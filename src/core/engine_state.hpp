@@ -12,6 +12,7 @@
 #include "flat_id_map.hpp"
 #include "kind_table.hpp"
 #include "resource_registry.hpp"
+#include "slab.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +31,8 @@ struct Engine::State {
     detail::Rng rng;
     std::vector<TaskSlot> slots;
     std::vector<std::uint32_t> free_slots;
+    detail::Slab<TaskExtras> extras;        // TaskSlot::extras
+    detail::Slab<AttemptState> attempts;    // TaskSlot::run
     detail::FlatIdMap by_task;
     detail::FlatIdMap by_lease;
     std::vector<Timer> timers;
@@ -102,7 +105,7 @@ struct Engine::State {
         if (!v) return out;
         const std::string* key = nullptr;
         if (!(*v & retained_bit)) {
-            key = slots[*v].key;
+            key = key_of(slots[*v]);
         } else {
             key = retained[((*v & ~retained_bit) - retained_head) & ~retained_bit].key;
         }
@@ -112,6 +115,30 @@ struct Engine::State {
             out.append("\")");
         }
         return out;
+    }
+
+    // ---- a task's rare fields ----------------------------------------------
+    /// Its TaskExtras, made on first use.
+    TaskExtras& extras_of(TaskSlot& t) {
+        if (t.extras == no_slot) t.extras = extras.acquire();
+        return extras[t.extras];
+    }
+    const TaskExtras* find_extras(const TaskSlot& t) const {
+        return t.extras == no_slot ? nullptr : &extras[t.extras];
+    }
+    const std::string* key_of(const TaskSlot& t) const {
+        const TaskExtras* e = find_extras(t);
+        return e ? e->key : nullptr;
+    }
+    const RetryPolicy& retry_of(const TaskSlot& t) const {
+        const TaskExtras* e = find_extras(t);
+        return e && e->retry ? *e->retry : pools[t.pool].config.retry;
+    }
+    /// Per attempt; 0: none.
+    Duration timeout_of(const TaskSlot& t) const {
+        const TaskExtras* e = find_extras(t);
+        if (e && e->timeout) return *e->timeout;
+        return pools[t.pool].config.default_timeout.value_or(Duration{});
     }
 
     // ---- actions ----------------------------------------------------------
@@ -141,15 +168,17 @@ struct Engine::State {
     }
 
     Duration expected_duration(const TaskSlot& t) const {
-        return pools[t.pool].expected_duration(t.kind, t.duration_hint);
+        const TaskExtras* e = find_extras(t);
+        return pools[t.pool].expected_duration(t.kind, e ? e->duration_hint : Duration{});
     }
 
-    double urgency(const TaskSlot& t, Time now) const {
+    /// For a Ready task with a deadline.
+    double urgency(const TaskExtras& e, Time now) const {
         const UrgencyConfig& u = config.urgency;
-        const double until = to_seconds(diff_saturated(t.latest_start, now));
+        const double until = to_seconds(diff_saturated(e.latest_start, now));
         // The latest start is the deadline less the expected duration, so
-        // their difference gives that duration back without a field per slot.
-        const double expected = to_seconds(diff_saturated(t.deadline, t.latest_start));
+        // their difference gives that duration back without another field.
+        const double expected = to_seconds(diff_saturated(e.deadline, e.latest_start));
         const double window = std::max(to_seconds(u.window), u.window_factor * expected);
         if (until > window) return 0.0;
         if (until >= 0) return window > 0 ? u.max * (1.0 - until / window) : u.max;
@@ -161,7 +190,7 @@ struct Engine::State {
         const PriorityConfig& p = config.priority;
         const double waited = std::max(0.0, to_seconds(now - t.ready_since));
         double score = p.base[index_of(t.priority)] + std::min(p.aging_rate * waited, p.age_cap);
-        if (t.has_deadline) score += urgency(t, now);
+        if (t.has_deadline) score += urgency(extras[t.extras], now);
         return {score, t.ready_since, t.id.value};
     }
 
@@ -210,8 +239,9 @@ struct Engine::State {
         if (due_start) {
             p.due_starts.push_back({s, t.gen});
         } else if (t.has_deadline) {
-            t.latest_start = add_saturated(t.deadline, -expected_duration(t));
-            p.queue.push_deadline(t.priority, t.latest_start, t.id.value, {s, t.gen});
+            TaskExtras& e = extras[t.extras];
+            e.latest_start = add_saturated(e.deadline, -expected_duration(t));
+            p.queue.push_deadline(t.priority, e.latest_start, t.id.value, {s, t.gen});
         } else {
             p.queue.push(t.priority, {s, t.gen});
         }
@@ -234,27 +264,35 @@ struct Engine::State {
         ++t.attempt;
         ++t.gen;
         if (t.has_start && t.attempt == 1) count_start(t, now);
-        t.lease = LeaseId{next_lease_id.fetch_add(1, std::memory_order_relaxed)};
-        t.attempt_started = now;
-        t.attempt_deadline = t.timeout.count() > 0 ? later(now, t.timeout) : never;
-        t.lease_expiry = p.config.lease_ttl ? later(now, *p.config.lease_ttl) : never;
-        by_lease.insert(t.lease.value, s);
-        const Time check = std::min(t.attempt_deadline, t.lease_expiry);
+        t.run = attempts.acquire();
+        AttemptState& a = attempts[t.run];
+        a.lease = LeaseId{next_lease_id.fetch_add(1, std::memory_order_relaxed)};
+        a.started = now;
+        const Duration timeout = timeout_of(t);
+        a.deadline = timeout.count() > 0 ? later(now, timeout) : never;
+        a.lease_expiry = p.config.lease_ttl ? later(now, *p.config.lease_ttl) : never;
+        by_lease.insert(a.lease.value, s);
+        const Time check = std::min(a.deadline, a.lease_expiry);
         if (check != never) push_timer(check, s, t.gen, TimerKind::Attempt);
-        actions.emplace_back(Dispatch{t.id, t.lease, t.pool, t.attempt, t.user});
+        actions.emplace_back(Dispatch{t.id, a.lease, t.pool, t.attempt, t.user});
         emit_status(t, now);
     }
 
     // Ends the running attempt's lease; the slot it held is free again.
-    void end_lease(TaskSlot& t, Time now) {
+    // Returns what the attempt was, for the caller's report of it.
+    AttemptState end_lease(TaskSlot& t, Time now) {
+        const AttemptState a = attempts[t.run];
+        attempts.release(t.run);
+        t.run = no_slot;
         if (t.holds_resources) release_resources(t, now);
-        by_lease.erase(t.lease.value);
+        by_lease.erase(a.lease.value);
         PoolState& p = pools[t.pool];
-        if (auto* a = scaler_of(p, now)) a->record_service(now - t.attempt_started);
+        if (auto* scaler = scaler_of(p, now)) scaler->record_service(now - a.started);
         p.metrics.accrue(now, p.counters.running, p.capacity);
-        p.metrics.at(now).run.record(now - t.attempt_started);
+        p.metrics.at(now).run.record(now - a.started);
         --p.counters.running;
         p.dirty = true;
+        return a;
     }
 
     void finish(std::uint32_t s, TaskStatus status, std::string message, Time now) {
@@ -285,27 +323,29 @@ struct Engine::State {
         actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message), t.user});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-        retained.push_back(RetainedTask{t.id, now, t.pool, status, t.key, t.user});
+        retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
         by_task.assign(t.id.value, retained_bit | seq);
         t.id = TaskId{};
-        t.message.clear();
-        t.key = nullptr;
+        if (t.extras != no_slot) {
+            extras.release(t.extras);
+            t.extras = no_slot;
+        }
         free_slots.push_back(s);
     }
 
     void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
         TaskSlot& t = slots[s];
         if (shutting_down) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
-        if (t.attempt >= t.retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
+        const RetryPolicy& retry = retry_of(t);
+        if (t.attempt >= retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
         PoolState& p = pools[t.pool];
         ++p.counters.retried;
         ++p.metrics.at(now).retried;
         ++p.counters.retrying;
         t.status = TaskStatus::Retrying;
-        t.message = std::move(message);
         ++t.gen;
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, t.message, t.user});
-        const Duration delay = detail::retry_delay(t.retry, t.attempt + 1, retry_after, rng);
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::move(message), t.user});
+        const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng);
         if (delay.count() <= 0) return make_ready(s, now);
         const Time at = later(now, delay);
         if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);
@@ -313,8 +353,8 @@ struct Engine::State {
 
     void abandon_attempt(std::uint32_t s, AbortReason reason, Time now) {
         TaskSlot& t = slots[s];
-        end_lease(t, now);
-        actions.emplace_back(Abort{t.id, t.lease, t.pool, reason, t.user});
+        const AttemptState ended = end_lease(t, now);
+        actions.emplace_back(Abort{t.id, ended.lease, t.pool, reason, t.user});
         PoolCounters& c = pools[t.pool].counters;
         switch (reason) {
             case AbortReason::Timeout:
@@ -351,10 +391,11 @@ struct Engine::State {
             case TimerKind::AwaitExpiry: return expire_await(tm.slot, now);
             default: break;
         }
-        if (now >= t.attempt_deadline) return abandon_attempt(tm.slot, AbortReason::Timeout, now);
-        if (now >= t.lease_expiry) return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
+        const AttemptState& a = attempts[t.run];
+        if (now >= a.deadline) return abandon_attempt(tm.slot, AbortReason::Timeout, now);
+        if (now >= a.lease_expiry) return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
         // A heartbeat moved the expiry since this check was armed.
-        const Time next = std::min(t.attempt_deadline, t.lease_expiry);
+        const Time next = std::min(a.deadline, a.lease_expiry);
         if (next != never) push_timer(next, tm.slot, tm.gen, TimerKind::Attempt);
     }
 
@@ -432,8 +473,27 @@ struct Engine::State {
     std::size_t full_pools = 0;
 
     // ---- admission (engine_admission.cpp) -----------------------------------
+    /// Admits all of `specs` or none (Engine::submit_batch), in phases:
+    /// validate, resolve keys and dependencies, order the batch, check
+    /// cycles, reservations and bounds, then place each task.
     SubmitResult<std::vector<TaskId>> admit(std::span<const TaskSpec> specs, Time now);
     std::optional<SubmitError> check_spec(const TaskSpec& spec, std::string& why) const;
+    struct Target;
+    struct Admission;
+    struct Rejection {
+        SubmitError error;
+        std::string message;
+    };
+    std::optional<Rejection> validate_specs(const Admission& batch) const;
+    std::optional<Rejection> resolve_keys(Admission& batch) const;
+    std::optional<Rejection> resolve_dependencies(Admission& batch) const;
+    std::optional<Rejection> order_within_batch(Admission& batch) const;
+    std::optional<Rejection> check_cycles_through_awaited_keys(const Admission& batch) const;
+    std::optional<Rejection> check_reservations(const Admission& batch) const;
+    std::optional<Rejection> check_bounds(const Admission& batch, Time now);
+    void place(Admission& batch, std::size_t i, Time now);
+    std::string broken_edge(const Admission& batch, std::size_t i, bool& pending) const;
+    void block(const Admission& batch, std::size_t i, std::uint32_t slot, Time now);
     Duration expected_duration(const TaskSpec& spec) const {
         return pools[spec.pool].expected_duration(spec.kind, spec.duration_hint.value_or(Duration{}));
     }

@@ -51,35 +51,54 @@ struct RunTimeMean {
     }
 };
 
+// A task that is not terminal. Every task has one, so it holds only what
+// every task needs and fits one cache line: a backlog of a million queued
+// tasks is mostly slots, and a dispatch decision reads the slot of each
+// queue head it compares. What only some tasks have lives out of line:
+// a running attempt's state in State::attempts (`run`), the rare spec
+// fields in State::extras (`extras`), a fixed start in State::starts and
+// resource needs in State::needs (both by task id).
 struct TaskSlot {
     TaskId id;                 // 0 while the slot is free
-    LeaseId lease;             // live lease while Running
+    std::uint64_t user = 0;    // TaskSpec::user
     Time ready_since{};        // aging origin
-    Time latest_start{};       // with a deadline
-    Time deadline{};
-    Time attempt_started{};
-    Time attempt_deadline = never;  // timeout of the running attempt
-    Time lease_expiry = never;      // last heartbeat + lease_ttl
-    Duration timeout{};        // 0: none
-    Duration duration_hint{};  // 0: none
-    RetryPolicy retry;
-    std::string message;       // last error
-    const std::string* key = nullptr;  // idempotency key: the one in State::keys (nodes are stable)
+    std::uint32_t gen = 0;     // bumped on every transition: stale queue and timer entries
     PoolId pool = 0;
     KindId kind = 0;
     std::uint32_t attempt = 0;
-    std::uint32_t gen = 0;     // bumped on every transition: stale queue and timer entries
-    Priority priority = Priority::Normal;
-    TaskStatus status = TaskStatus::Ready;
-    bool has_deadline = false;
-    bool has_start = false;    // its StartInfo is in State::starts until it ends
-    bool has_needs = false;    // its resource needs are in State::needs until it ends
-    bool holds_resources = false;  // the running attempt holds them
     // Ready tasks of a (pool, class) in the order they became ready, for
     // shedding: only in pools that may shed.
     std::uint32_t older = no_slot;
     std::uint32_t newer = no_slot;
-    std::uint64_t user = 0;  // TaskSpec::user
+    std::uint32_t extras = no_slot;  // its TaskExtras, if it has any
+    std::uint32_t run = no_slot;     // its AttemptState while Running
+    TaskStatus status = TaskStatus::Ready;
+    Priority priority = Priority::Normal;
+    bool has_deadline : 1 = false;     // its extras hold the deadline; a flag here so that ranking the others reads no extras
+    bool has_start : 1 = false;        // its StartInfo is in State::starts until it ends
+    bool has_needs : 1 = false;        // its resource needs are in State::needs until it ends
+    bool holds_resources : 1 = false;  // the running attempt holds them
+};
+static_assert(sizeof(TaskSlot) <= 64, "a task slot is one cache line");
+
+// The spec fields most tasks leave unset, kept out of line for the tasks
+// that set one: a soft deadline, a duration hint, their own timeout or
+// retry policy, an idempotency key. A task without any has none.
+struct TaskExtras {
+    Time deadline{};
+    Time latest_start{};               // deadline less the expected duration, while Ready
+    Duration duration_hint{};          // 0: none
+    std::optional<Duration> timeout;   // else the pool's default_timeout
+    std::optional<RetryPolicy> retry;  // else the pool's policy
+    const std::string* key = nullptr;  // the one in State::keys (nodes are stable)
+};
+
+// The attempt of a Running task; released when its lease ends.
+struct AttemptState {
+    LeaseId lease;
+    Time started{};
+    Time deadline = never;      // its timeout
+    Time lease_expiry = never;  // last heartbeat + lease_ttl
 };
 
 // A fixed-start task's start, kept beside its slot (few tasks have one).
