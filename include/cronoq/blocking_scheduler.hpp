@@ -130,6 +130,12 @@ public:
     void set_rate(std::string_view bucket, double rate_per_s) { state_->scheduler.set_rate(bucket, rate_per_s); }
     bool cancel(TaskRef ref) { return state_->scheduler.cancel(std::move(ref)); }
     std::optional<TaskStatus> status(TaskRef ref) const { return state_->scheduler.status(std::move(ref)); }
+    /// As `Scheduler::find`.
+    std::optional<BlockingHandle<O>> find(TaskRef ref) const {
+        auto h = state_->scheduler.find(std::move(ref));
+        if (!h) return std::nullopt;
+        return BlockingHandle<O>(std::move(*h));
+    }
     EventStream subscribe() { return state_->scheduler.subscribe(); }
     const Scheduler<P, O>& scheduler() const { return state_->scheduler; }
 

@@ -152,6 +152,16 @@ public:
     /// A live or retained task's status; empty if unknown or forgotten.
     std::optional<TaskStatus> status(TaskRef ref) const { return owner_->core->status(ref); }
 
+    /// A handle to a task by id or key: any live task, and a retained one
+    /// (within `retention`) that has a key, whose output the scheduler
+    /// keeps; empty otherwise (unknown, forgotten, or ended without a key).
+    /// Safe from any thread.
+    std::optional<TaskHandle<O>> find(TaskRef ref) const {
+        auto state = owner_->core->find(ref);
+        if (!state) return std::nullopt;
+        return detail::Access::make<TaskHandle<O>>(std::move(state));
+    }
+
     /// Every pool's figures over the metrics window; cheap enough to call
     /// every second under load. Safe from any thread.
     Snapshot snapshot() const { return owner_->core->snapshot(); }

@@ -330,6 +330,16 @@ std::optional<TaskStatus> SchedulerCore::status(const TaskRef& ref) const {
     return task ? s_->engine.status(*task) : std::nullopt;
 }
 
+std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
+    std::lock_guard lock(s_->mu);  // reads only: no step
+    const auto task = s_->resolve(ref);
+    if (!task) return nullptr;
+    // The engine hands back the record while the driver holds it: for
+    // every live task, and for a retained one that has a key.
+    TaskRecord* record = from_user(s_->engine.user(*task).value_or(0));
+    return record ? record->engine_ref : nullptr;
+}
+
 asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
     auto self = shared_from_this();
     {

@@ -67,6 +67,9 @@ public:
     void set_rate(std::string_view bucket, double rate_per_s);
     bool cancel(const TaskRef& task);
     std::optional<TaskStatus> status(const TaskRef& task) const;
+    /// The state behind a live task, or a retained one whose record the
+    /// driver keeps (a keyed task); null otherwise.
+    std::shared_ptr<HandleState> find(const TaskRef& task) const;
     asio::awaitable<void> shutdown(std::chrono::nanoseconds grace);
     /// Starts a shutdown with zero grace and does not wait for it.
     void shutdown_now();
