@@ -34,32 +34,36 @@ struct Log {
     }
 };
 
-}  // namespace
-
-TEST(CancellationRegistration, ARemovedCallbackNeverRunsAndTheOthersDo) {
+// Runs one task of `fn` until it is running, cancels it, and runs the
+// io_context to its end: the task must end Cancelled.
+template <class F>
+void run_and_cancel(F fn) {
     asio::io_context io;
-    auto log = std::make_shared<Log>();
-    auto removed = std::make_shared<std::vector<bool>>();
-    auto after = std::make_shared<std::optional<CancellationRegistration>>();
-    auto sched = Sched::builder()
-                     .pool(Pool<int, int>("p").executor_fn(
-                         [log, removed, after](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
-                             auto token = ctx.cancellation_token();
-                             token.on_cancel([log] { log->add("first"); });
-                             auto second = token.on_cancel([log] { log->add("second"); });
-                             *after = token.on_cancel([log] { log->add("third"); });
-                             removed->push_back(second.remove());
-                             removed->push_back(second.remove());  // once only
-                             co_await ctx.cancelled();
-                             co_return TaskError::cancelled();
-                         }))
-                     .build(io.get_executor());
+    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(std::move(fn))).build(io.get_executor());
     auto h = sched.try_submit(Task<int>(0)).value();
     io.poll();
     ASSERT_EQ(h.status(), TaskStatus::Running);
     EXPECT_TRUE(h.cancel());
     io.run();
     EXPECT_EQ(h.status(), TaskStatus::Cancelled);
+}
+
+}  // namespace
+
+TEST(CancellationRegistration, ARemovedCallbackNeverRunsAndTheOthersDo) {
+    auto log = std::make_shared<Log>();
+    auto removed = std::make_shared<std::vector<bool>>();
+    auto after = std::make_shared<std::optional<CancellationRegistration>>();
+    run_and_cancel([log, removed, after](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
+        auto token = ctx.cancellation_token();
+        token.on_cancel([log] { log->add("first"); });
+        auto second = token.on_cancel([log] { log->add("second"); });
+        *after = token.on_cancel([log] { log->add("third"); });
+        removed->push_back(second.remove());
+        removed->push_back(second.remove());  // once only
+        co_await ctx.cancelled();
+        co_return TaskError::cancelled();
+    });
     EXPECT_EQ(*removed, (std::vector<bool>{true, false}));
     EXPECT_EQ(log->get(), (std::vector<std::string>{"first", "third"}));
     // The third ran: too late to take back.
@@ -68,22 +72,14 @@ TEST(CancellationRegistration, ARemovedCallbackNeverRunsAndTheOthersDo) {
 }
 
 TEST(CancellationRegistration, RegisteringOnAFiredTokenRunsAtOnceAndRemovesNothing) {
-    asio::io_context io;
     auto ran = std::make_shared<int>(0);
     auto removed = std::make_shared<std::optional<bool>>();
-    auto sched = Sched::builder()
-                     .pool(Pool<int, int>("p").executor_fn(
-                         [ran, removed](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
-                             co_await ctx.cancelled();
-                             auto reg = ctx.cancellation_token().on_cancel([ran] { ++*ran; });
-                             *removed = reg.remove();
-                             co_return TaskError::cancelled();
-                         }))
-                     .build(io.get_executor());
-    auto h = sched.try_submit(Task<int>(0)).value();
-    io.poll();
-    EXPECT_TRUE(h.cancel());
-    io.run();
+    run_and_cancel([ran, removed](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
+        co_await ctx.cancelled();
+        auto reg = ctx.cancellation_token().on_cancel([ran] { ++*ran; });
+        *removed = reg.remove();
+        co_return TaskError::cancelled();
+    });
     EXPECT_EQ(*ran, 1);
     ASSERT_TRUE(removed->has_value());
     EXPECT_FALSE(**removed);
@@ -130,21 +126,13 @@ TEST(CancellationRegistration, RemoveWaitsForACallbackRunningOnAnotherThread) {
 // A callback may take itself back: that returns false at once instead of
 // waiting for itself.
 TEST(CancellationRegistration, RemovingItselfFromInsideTheCallbackDoesNotWait) {
-    asio::io_context io;
     auto inner = std::make_shared<std::optional<bool>>();
     auto reg = std::make_shared<CancellationRegistration>();
-    auto sched = Sched::builder()
-                     .pool(Pool<int, int>("p").executor_fn(
-                         [inner, reg](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
-                             *reg = ctx.cancellation_token().on_cancel([inner, reg] { *inner = reg->remove(); });
-                             co_await ctx.cancelled();
-                             co_return TaskError::cancelled();
-                         }))
-                     .build(io.get_executor());
-    auto h = sched.try_submit(Task<int>(0)).value();
-    io.poll();
-    EXPECT_TRUE(h.cancel());
-    io.run();
+    run_and_cancel([inner, reg](TaskContext ctx, std::shared_ptr<const int>) -> asio::awaitable<Result<int>> {
+        *reg = ctx.cancellation_token().on_cancel([inner, reg] { *inner = reg->remove(); });
+        co_await ctx.cancelled();
+        co_return TaskError::cancelled();
+    });
     ASSERT_TRUE(inner->has_value());
     EXPECT_FALSE(**inner);
 }
