@@ -1,6 +1,8 @@
 #pragma once
 // One field of a cron expression: its grammar, its canonical text, and the
-// quoting of user text in error messages. Used by cron_expr.cpp only.
+// quoting of user text in error messages. Private to the cron engine: the
+// parser (cron_expr.cpp) uses all of it, the time zones (cron_zone.cpp) the
+// quoting.
 #include <cstdint>
 #include <span>
 #include <string>

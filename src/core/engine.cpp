@@ -1,8 +1,85 @@
-// The engine's public API over its state (engine_state.hpp).
+// The engine's public API over its state (engine_state.hpp), and the
+// housekeeping every call ends with: dispatch, retention, settle.
 #include "config_checks.hpp"
 #include "engine_state.hpp"
 
 namespace cronoq::core {
+
+// ---- housekeeping after every call --------------------------------------------
+
+// Due fixed starts first, then the best ready task that does not take
+// a slot held for an upcoming start (SPEC §6 holds): a task may use a
+// free slot if, after it, enough stay free for the starts that fall
+// within its expected duration (and within `max_hold`). A head that does
+// not fit is passed over for the other classes' heads, never scanned
+// past: O(classes) per decision.
+void Engine::State::dispatch(PoolState& p, Time now) {
+    p.dirty = false;
+    const auto live = [this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; };
+    bool passed_over = false;  // a better task was parked on a resource
+    while (p.counters.running < p.capacity) {
+        std::optional<std::uint32_t> s;
+        took_best = true;  // a due start is where it must be
+        while (!s && !p.due_starts.empty()) {
+            if (live(p.due_starts.front())) s = p.due_starts.front().slot;
+            p.due_starts.pop_front();
+        }
+        if (!s) {
+            const std::size_t free = p.capacity - p.counters.running;
+            s = p.queue.pop_best(live, [this, now](std::uint32_t slot) { return rank(slot, now); },
+                                 [this, &p, now, free](std::uint32_t slot) {
+                                     if (p.held_starts.empty()) return true;
+                                     const Duration d = std::min(expected_duration(slots[slot]), p.config.max_hold);
+                                     return p.held_between(now, later(now, d), free) < free;
+                                 },
+                                 took_best);
+        }
+        if (!s) break;
+        if (slots[*s].has_needs && !acquire(*s, now)) {
+            passed_over = true;
+            continue;  // parked: try the next
+        }
+        took_best = took_best && !passed_over;
+        start_attempt(*s, now);
+        // The head behind the one taken was queued long ago: with a
+        // large backlog its slot is out of cache, and the next decision
+        // reads it. Start loading it now.
+        p.queue.for_each_head([this](std::uint32_t slot) { __builtin_prefetch(&slots[slot]); });
+    }
+}
+
+void Engine::State::forget_retained(Time now) {
+    while (!retained.empty()) {
+        const RetainedTask& r = retained.front();
+        if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
+        by_task.erase(r.id.value);
+        if (r.key) keys.erase(keys.find(*r.key));  // by iterator: the key lives in that node
+        actions.emplace_back(Forget{r.id, r.user});
+        retained.pop_front();
+        retained_head = (retained_head + 1) & ~retained_bit;
+        // Tasks are forgotten in this order, one or a few per call: the
+        // next one's entry in by_task (out of cache in a large table)
+        // starts loading now.
+        if (retained.size() > 1) by_task.prefetch(retained[1].id.value);
+    }
+}
+
+void Engine::State::settle(Time now) {
+    if (!graph.resolved.empty()) resolve_dependents(now);
+    for (std::size_t i = 0; i < pools.size(); ++i)
+        if (pools[i].autoscale_config) autoscale(static_cast<PoolId>(i), now);
+    for (PoolState& p : pools)
+        if (p.dirty) dispatch(p, now);
+    if (parked_tasks) revisit_parked(now);
+    if (full_pools > 0) announce_space();
+    forget_retained(now);
+    // Keep the heap top live, so that next_wakeup() never names a
+    // wakeup with nothing to do, and an idle engine has none.
+    while (!timers.empty() && !timer_live(timers.front())) {
+        std::pop_heap(timers.begin(), timers.end());
+        timers.pop_back();
+    }
+}
 
 // ---- public API -------------------------------------------------------------
 

@@ -376,7 +376,7 @@ TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
     }
     if (spec.start) {
         const Time end = later(*spec.start, expected_duration(spec));
-        starts.emplace(t.id.value, StartInfo{*spec.start, end, spec.start_tolerance, spec.on_miss});
+        starts.emplace(t.id.value, StartInfo{*spec.start, spec.start_tolerance, spec.on_miss});
         p.reservations.add({*spec.start, end}, t.id);
         t.has_start = true;
         // The autoscaler counts reservations within its horizon: wake it

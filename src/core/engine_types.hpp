@@ -104,12 +104,11 @@ struct AttemptState {
 // A fixed-start task's start, kept beside its slot (few tasks have one).
 struct StartInfo {
     Time start;
-    Time reserved_until;  // end of its reservation
     Duration tolerance;
     MissPolicy on_miss;
 };
 
-// A terminal task: all that status lookups need, so that its big slot is
+// A terminal task: all that status lookups need, so that its slot is
 // reused at once (hot in cache) while the task stays visible.
 struct RetainedTask {
     TaskId id;

@@ -109,6 +109,18 @@ public:
         return fifo.front().slot;
     }
 
+    /// Calls `f(slot)` for the head entry of each FIFO and heap, stale or
+    /// not: the next decision reads their tasks, so a caller may start
+    /// loading them while it does other work.
+    template <class F>
+    void for_each_head(F&& f) const {
+        for (const ClassQueue& c : classes_) {
+            if (!c.fifo.empty()) f(c.fifo.front().slot);
+            if (!c.deadlines.empty()) f(c.deadlines.front().ref.slot);
+            if (!c.returned.empty()) f(c.returned.front().ref.slot);
+        }
+    }
+
 private:
     enum class Source : std::uint8_t { Fifo, Deadline, Returned };
     struct Head {

@@ -4,7 +4,6 @@
 // fields) take an index here instead of a field in every slot. Freed
 // entries are reused last-in first-out, so the one just released (still in
 // cache) is the next one handed out; after warm-up nothing allocates.
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -33,9 +32,6 @@ public:
 
     T& operator[](std::uint32_t i) { return items_[i]; }
     const T& operator[](std::uint32_t i) const { return items_[i]; }
-
-    /// Entries in use.
-    std::size_t size() const { return items_.size() - free_.size(); }
 
 private:
     std::vector<T> items_;

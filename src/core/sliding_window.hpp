@@ -35,7 +35,6 @@ public:
           slice_length_(std::max(window / static_cast<Duration::rep>(slices_.size()), Duration(1))) {}
 
     Duration window() const { return slice_length_ * static_cast<Duration::rep>(slices_.size()); }
-    Duration slice_length() const { return slice_length_; }
 
     /// The value of the slice `now` falls in, for writing.
     T& at(Time now) {
