@@ -6,6 +6,37 @@ option(CRONOQ_WERROR "Treat warnings as errors" OFF)
 option(CRONOQ_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang only)" OFF)
 set(CRONOQ_SANITIZE "" CACHE STRING "Sanitizers to build with: address,undefined or thread")
 
+# Optional components, each with a dependency (SPEC §14, §15): AUTO builds it
+# when the dependency is found, ON requires it (configuring fails without
+# it), OFF leaves it out.
+foreach(feature IN ITEMS SQLITE POSTGRES GRPC)
+    set(CRONOQ_WITH_${feature} AUTO CACHE STRING "Build the ${feature} component: AUTO, ON or OFF")
+    set_property(CACHE CRONOQ_WITH_${feature} PROPERTY STRINGS AUTO ON OFF)
+endforeach()
+
+# cronoq_find_feature(<FEATURE> <package> [find_package arguments...]) finds
+# the package as CRONOQ_WITH_<FEATURE> asks and sets CRONOQ_HAVE_<FEATURE>.
+macro(cronoq_find_feature feature package)
+    string(TOUPPER "${CRONOQ_WITH_${feature}}" _cronoq_mode)
+    if(_cronoq_mode STREQUAL "AUTO")
+        find_package(${package} ${ARGN} QUIET)
+        set(CRONOQ_HAVE_${feature} ${${package}_FOUND})
+    elseif(CRONOQ_WITH_${feature})
+        find_package(${package} ${ARGN})
+        if(NOT ${package}_FOUND)
+            message(FATAL_ERROR "CRONOQ_WITH_${feature}=ON but ${package} was not found")
+        endif()
+        set(CRONOQ_HAVE_${feature} ON)
+    else()
+        set(CRONOQ_HAVE_${feature} OFF)
+    endif()
+    if(CRONOQ_HAVE_${feature})
+        message(STATUS "cronoq: building the ${feature} component (CRONOQ_WITH_${feature}=${CRONOQ_WITH_${feature}})")
+    else()
+        message(STATUS "cronoq: not building the ${feature} component (CRONOQ_WITH_${feature}=${CRONOQ_WITH_${feature}})")
+    endif()
+endmacro()
+
 if(CRONOQ_SANITIZE)
     if(NOT CRONOQ_SANITIZE MATCHES "^(address,undefined|undefined,address|address|undefined|thread)$")
         message(FATAL_ERROR "CRONOQ_SANITIZE must be address,undefined or thread, not '${CRONOQ_SANITIZE}'")

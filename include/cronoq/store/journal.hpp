@@ -1,0 +1,223 @@
+#pragma once
+// The backend-neutral interface between a scheduler and its store: what is
+// written (rows and changes), the asynchronous commit pipeline, leadership
+// and the state recovered at takeover. For the scheduler's use; users see a
+// store only through `cronoq::Store` (<cronoq/store/store.hpp>).
+#include <cronoq/ids.hpp>
+#include <cronoq/store/store.hpp>
+#include <cronoq/task_status.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cronoq::store {
+
+/// Stored times are wall-clock: engine time is per process and is re-based
+/// at recovery.
+using WallTime = std::chrono::system_clock::time_point;
+
+/// Everything a store keeps of one task. `options` is opaque text the
+/// scheduler encodes (priority, deadline, timeout, retry policy,
+/// dependencies, resources, start policy); a store never interprets it.
+struct TaskRow {
+    TaskId id;
+    std::optional<std::string> key;
+    std::string pool, kind;
+    TaskStatus status = TaskStatus::Ready;
+    std::uint32_t attempt = 0;
+    std::string last_error;
+    WallTime submitted_at, updated_at;
+    /// A `Scheduled` task's start, a `Retrying` task's retry time.
+    std::optional<WallTime> run_at;
+    std::string options;
+    std::string payload;
+    std::optional<std::string> output;
+};
+
+// ---- changes: one per engine state change, applied in order -----------------
+
+/// Admission: the full row.
+struct TaskInserted {
+    TaskRow row;
+};
+
+/// A status transition. `output`, when set, is written too (a success);
+/// when empty the stored output is kept. A transition of a row the store no
+/// longer holds (pruned) changes nothing.
+struct TaskTransition {
+    TaskId id;
+    TaskStatus status = TaskStatus::Ready;
+    std::uint32_t attempt = 0;
+    std::string last_error;
+    WallTime updated_at;
+    std::optional<WallTime> run_at;
+    std::optional<std::string> output;
+};
+
+/// The task's key moved to another task (`Scheduler::retry`): the old row
+/// keeps its status and loses its key.
+struct TaskKeyReleased {
+    TaskId id;
+};
+
+/// A recurring schedule added or replaced under `name`; `definition` is
+/// opaque text the scheduler encodes. Replacing keeps its last firing.
+struct RecurringPut {
+    std::string name;
+    std::string definition;
+};
+
+struct RecurringRemoved {
+    std::string name;
+};
+
+/// The schedule fired the occurrence of `fired_at` (wall time).
+struct RecurringFired {
+    std::string name;
+    WallTime fired_at;
+};
+
+/// High-water marks: every id below them may have been handed out. The
+/// store keeps the largest value ever written for each (a lower one
+/// changes nothing), so a scheduler can reserve ranges ahead: commit a
+/// mark above the ids it will use before it uses them.
+struct HighWaterMarks {
+    std::uint64_t next_task_id = 0;
+    std::uint64_t next_lease_id = 0;
+};
+
+using Change = std::variant<TaskInserted, TaskTransition, TaskKeyReleased, RecurringPut, RecurringRemoved,
+                            RecurringFired, HighWaterMarks>;
+
+/// Changes committed together, in order, in one write transaction (with
+/// whatever other batches were queued at the time).
+struct Batch {
+    std::vector<Change> changes;
+};
+
+/// Batches are numbered from 1 in `enqueue` order.
+using Sequence = std::uint64_t;
+
+// ---- what the commit thread reports ------------------------------------------
+
+/// One commit attempt, reported on the store's commit thread, in order.
+struct CommitReport {
+    /// Every batch with a sequence up to this one is committed. On success
+    /// it is the last batch of this transaction; after a failure it is
+    /// unchanged from the previous report.
+    Sequence committed = 0;
+    /// Batches and changes this transaction carried (or tried to).
+    std::size_t batches = 0;
+    std::size_t changes = 0;
+    /// Set when the attempt failed. The batches stay queued, in order, and
+    /// are retried with backoff (a few ms, doubling, at most
+    /// `leader_lease / 4`); nothing after them commits first.
+    std::optional<StoreError> error;
+    /// When the current run of failures began (empty on success). Once it
+    /// is `leader_lease` old the store gives up leadership by itself
+    /// (`LostReason::Failed`): the scheduler need not time it.
+    std::optional<std::chrono::steady_clock::time_point> failing_since;
+};
+
+/// A recurring schedule as last committed.
+struct RecurringRow {
+    std::string name;
+    std::string definition;
+    std::optional<WallTime> last_fired;
+};
+
+/// The state a new leader starts from, read after it took the lease, so no
+/// other process writes in between.
+struct Recovered {
+    /// Every non-terminal row, and the terminal ones updated within the
+    /// retention `lead` was given; by id.
+    std::vector<TaskRow> tasks;
+    std::vector<RecurringRow> recurring;
+    /// 0 where never written.
+    HighWaterMarks marks;
+    /// The fencing epoch this process leads in (1 for the first leader).
+    std::uint64_t epoch = 0;
+};
+
+enum class LostReason {
+    Released,  ///< `release()` (a clean shutdown) gave the lease up
+    Fenced,    ///< another process took leadership over
+    Failed,    ///< commits or lease renewals kept failing for `leader_lease`
+};
+
+struct LeadershipLost {
+    LostReason reason = LostReason::Released;
+    /// Says why, with the store's error where there is one.
+    std::string message;
+};
+
+struct LeadHandlers {
+    /// Terminal rows updated at most this long ago come back in `Recovered`.
+    std::chrono::nanoseconds retention{0};
+    /// Once, when this process leads, with the state to recover from.
+    std::function<void(Recovered)> on_leading;
+    /// After every commit attempt, successful or not, in order.
+    std::function<void(const CommitReport&)> on_commit;
+    /// Once: leadership ended (or `release()` ended the wait for it). No
+    /// report follows; nothing is written again.
+    std::function<void(const LeadershipLost&)> on_lost;
+};
+
+/// Store figures for `Scheduler::snapshot()`.
+struct Figures {
+    std::uint64_t commits = 0;          ///< successful transactions
+    std::uint64_t failed_commits = 0;   ///< failed attempts, retried
+    std::uint64_t changes_committed = 0;
+    double mean_batch_size = 0;         ///< changes per successful transaction
+    std::chrono::nanoseconds commit_latency_p50{0}, commit_latency_p99{0};  ///< recent transactions
+    std::uint64_t pending_changes = 0;  ///< enqueued, not yet committed
+    bool leading = false;
+    std::uint64_t epoch = 0;
+};
+
+/// The commit pipeline and leadership of one store. Every handler runs on
+/// the store's own thread (never a caller's), one at a time and in order;
+/// a handler may call `enqueue`, `release` and `figures` but must not
+/// block on the store. All members are thread-safe.
+class Journal {
+public:
+    virtual ~Journal() = default;
+
+    /// Starts trying to lead, once per store: returns at once; the store's
+    /// thread waits until no other process holds the lease (it ran out, or
+    /// its holder released it), takes it over in a new fencing epoch,
+    /// reads `Recovered` and calls `on_leading`. From then on it renews the
+    /// lease every `leader_lease / 3`, commits queued batches and reports
+    /// each attempt to `on_commit`. Every write transaction checks the
+    /// epoch first: when another process took over, the store reports
+    /// `on_lost(Fenced)` and never writes again. Throws `std::logic_error`
+    /// on a second call.
+    virtual void lead(LeadHandlers handlers) = 0;
+
+    /// Queues a batch for the next commit and returns its sequence, at once,
+    /// from any thread. Whatever is queued while a transaction syncs goes
+    /// into the next one (group commit). Batches queued before leading wait
+    /// for it; after leadership was lost they are dropped unreported.
+    virtual Sequence enqueue(Batch batch) = 0;
+
+    /// A clean shutdown: returns at once; the store commits what is queued,
+    /// gives up the lease in the same transaction (a standby takes over at
+    /// once) and reports `on_lost(Released)`. Before leading it just stops
+    /// waiting. Destroying the store does the same and waits for it.
+    virtual void release() = 0;
+
+    virtual Figures figures() const = 0;
+
+protected:
+    Journal() = default;
+    Journal(const Journal&) = delete;
+    Journal& operator=(const Journal&) = delete;
+};
+
+}  // namespace cronoq::store

@@ -1,0 +1,177 @@
+#include "connection.hpp"
+
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <unistd.h>
+
+namespace cronoq::store::sqlite {
+
+StoreErrorKind kind_of(int result_code) {
+    switch (result_code & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return StoreErrorKind::Busy;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+    case SQLITE_CONSTRAINT:  // a row the scheduler believes new already exists
+    case SQLITE_MISMATCH:
+        return StoreErrorKind::Corrupt;
+    default:
+        return StoreErrorKind::Io;
+    }
+}
+
+namespace {
+
+std::string describe(sqlite3* db, int result_code) {
+    std::string text = db ? sqlite3_errmsg(db) : sqlite3_errstr(result_code);
+    if ((result_code & 0xff) == SQLITE_FULL) text = "disk full (" + text + ")";
+    const int system_errno = db ? sqlite3_system_errno(db) : 0;
+    if (system_errno != 0 && (result_code & 0xff) != SQLITE_BUSY) {
+        text += " (";
+        text += std::strerror(system_errno);
+        text += ")";
+    }
+    return text;
+}
+
+}  // namespace
+
+Connection::Connection(const std::filesystem::path& file, Mode mode, std::chrono::milliseconds busy) : path_(file) {
+    if (mode == Mode::Create) {
+        // O_CREAT without O_EXCL: an existing file keeps its mode and content.
+        const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            const int error = errno;
+            throw StoreError(StoreErrorKind::Io, "cannot create or open the store " + file.string() + ": " +
+                                                     std::strerror(error));
+        }
+        ::close(fd);
+    } else {
+        std::error_code error;
+        if (!std::filesystem::exists(file, error))
+            throw StoreError(StoreErrorKind::Io, "no such store file: " + file.string());
+    }
+    const int flags = (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX;
+    const int rc = sqlite3_open_v2(file.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+        const std::string message = describe(db_, rc);
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw StoreError(kind_of(rc), "cannot open the store " + file.string() + ": " + message);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    const auto busy_ms = busy.count() > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max()
+                                                                        : static_cast<int>(busy.count());
+    sqlite3_busy_timeout(db_, busy_ms < 1 ? 1 : busy_ms);
+}
+
+Connection::~Connection() { sqlite3_close_v2(db_); }
+
+void Connection::fail(int result_code, std::string_view doing) const {
+    if ((result_code & 0xff) == SQLITE_NOTADB)
+        throw StoreError(StoreErrorKind::Corrupt, "not a cronoq store: " + path_.string() + " is not a SQLite database");
+    throw StoreError(kind_of(result_code), std::string(doing) + " " + path_.string() + ": " + describe(db_, result_code));
+}
+
+void Connection::exec(const char* sql) {
+    const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) fail(rc, "cannot write");
+}
+
+std::int64_t Connection::query_int(const char* sql) {
+    Statement statement(*this, sql);
+    return statement.step() ? statement.int64(0) : 0;
+}
+
+Statement::Statement(Connection& connection, const char* sql) : connection_(connection) {
+    const int rc = sqlite3_prepare_v3(connection.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &statement_, nullptr);
+    if (rc != SQLITE_OK) connection.fail(rc, "cannot read");
+}
+
+Statement::~Statement() { sqlite3_finalize(statement_); }
+
+Statement& Statement::bind(int index, std::int64_t value) {
+    sqlite3_bind_int64(statement_, index, value);
+    return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view text) {
+    sqlite3_bind_text64(statement_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    return *this;
+}
+
+Statement& Statement::bind_blob(int index, std::string_view bytes) {
+    // A zero-length blob from a null pointer would bind NULL.
+    static const char empty = 0;
+    sqlite3_bind_blob64(statement_, index, bytes.empty() ? &empty : bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+    return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+    sqlite3_bind_null(statement_, index);
+    return *this;
+}
+
+bool Statement::step() {
+    const int rc = sqlite3_step(statement_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    reset();
+    connection_.fail(rc, "cannot access");
+}
+
+void Statement::run() {
+    step();
+    reset();
+}
+
+void Statement::reset() {
+    sqlite3_reset(statement_);
+    sqlite3_clear_bindings(statement_);
+}
+
+bool Statement::is_null(int column) const { return sqlite3_column_type(statement_, column) == SQLITE_NULL; }
+
+std::int64_t Statement::int64(int column) const { return sqlite3_column_int64(statement_, column); }
+
+std::string Statement::text(int column) const {
+    // Blob access: payloads hold arbitrary bytes, including NULs.
+    const void* bytes = sqlite3_column_blob(statement_, column);
+    const int size = sqlite3_column_bytes(statement_, column);
+    return bytes ? std::string(static_cast<const char*>(bytes), static_cast<std::size_t>(size)) : std::string();
+}
+
+std::optional<std::string> Statement::optional_text(int column) const {
+    if (is_null(column)) return std::nullopt;
+    return text(column);
+}
+
+WriteTransaction::WriteTransaction(Connection& connection) : connection_(connection) {
+    const int rc = sqlite3_exec(connection.get(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) connection.fail(rc, "cannot begin a write transaction on");
+}
+
+WriteTransaction::~WriteTransaction() {
+    if (open_) sqlite3_exec(connection_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void WriteTransaction::commit() {
+    const int rc = sqlite3_exec(connection_.get(), "COMMIT", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) connection_.fail(rc, "cannot commit to");
+    open_ = false;
+}
+
+ReadTransaction::ReadTransaction(Connection& connection) : connection_(connection) {
+    const int rc = sqlite3_exec(connection.get(), "BEGIN", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) connection.fail(rc, "cannot read");
+}
+
+ReadTransaction::~ReadTransaction() { sqlite3_exec(connection_.get(), "COMMIT", nullptr, nullptr, nullptr); }
+
+}  // namespace cronoq::store::sqlite

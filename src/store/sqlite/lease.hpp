@@ -1,0 +1,34 @@
+#pragma once
+// The leader row: who leads, in which fencing epoch, until when.
+#include "connection.hpp"
+#include "rows.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cronoq::store::sqlite {
+
+LeaderRow read_leader(Connection& connection);
+
+/// Whether a standby may take the lease over at `now`: nobody holds it, or
+/// its holder let it run out.
+bool takeable(const LeaderRow& row, WallTime now);
+
+/// In its own write transaction: takes the lease over if it is takeable,
+/// in a new epoch, until `now + lease`. Returns the new epoch, or nothing
+/// when another process holds it.
+std::optional<std::uint64_t> try_take(Connection& connection, const std::string& holder, WallTime now,
+                                      std::chrono::nanoseconds lease);
+
+/// Inside the caller's write transaction, before anything else it writes:
+/// throws StoreError(Fenced) unless `epoch` still leads, then extends the
+/// lease to `now + lease`.
+void check_and_renew(Connection& connection, std::uint64_t epoch, WallTime now, std::chrono::nanoseconds lease);
+
+/// Inside the caller's write transaction, after check_and_renew: gives the
+/// lease up, so a standby takes over at its next look.
+void give_up(Connection& connection);
+
+}  // namespace cronoq::store::sqlite

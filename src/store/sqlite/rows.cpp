@@ -1,0 +1,218 @@
+#include "rows.hpp"
+
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
+namespace cronoq::store::sqlite {
+
+std::int64_t to_stored(WallTime time) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
+}
+
+WallTime from_stored(std::int64_t nanoseconds) {
+    return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(nanoseconds)));
+}
+
+namespace {
+
+/// "('succeeded', 'failed', ...)": the terminal statuses as an SQL list.
+const std::string& terminal_list() {
+    static const std::string list = [] {
+        std::string out = "(";
+        for (int s = static_cast<int>(TaskStatus::Succeeded); s <= static_cast<int>(TaskStatus::Shed); ++s) {
+            if (out.size() > 1) out += ", ";
+            out += "'" + std::string(to_string(static_cast<TaskStatus>(s))) + "'";
+        }
+        return out + ")";
+    }();
+    return list;
+}
+
+constexpr const char* task_columns =
+    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
+
+std::optional<WallTime> optional_time(const Statement& statement, int column) {
+    if (statement.is_null(column)) return std::nullopt;
+    return from_stored(statement.int64(column));
+}
+
+TaskRow read_row(const Statement& statement, const Connection& connection) {
+    TaskRow row;
+    row.id = TaskId{static_cast<std::uint64_t>(statement.int64(0))};
+    row.key = statement.optional_text(1);
+    row.pool = statement.text(2);
+    row.kind = statement.text(3);
+    const std::string status = statement.text(4);
+    const auto parsed = status_from_string(status);
+    if (!parsed)
+        throw StoreError(StoreErrorKind::Corrupt, "task " + std::to_string(row.id.value) + " in " +
+                                                      connection.path().string() + " has an unknown status \"" +
+                                                      status + "\"");
+    row.status = *parsed;
+    row.attempt = static_cast<std::uint32_t>(statement.int64(5));
+    row.last_error = statement.text(6);
+    row.submitted_at = from_stored(statement.int64(7));
+    row.updated_at = from_stored(statement.int64(8));
+    row.run_at = optional_time(statement, 9);
+    row.options = statement.text(10);
+    row.payload = statement.text(11);
+    row.output = statement.optional_text(12);
+    return row;
+}
+
+std::int64_t to_int64(std::uint64_t value) {
+    return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+               ? std::numeric_limits<std::int64_t>::max()
+               : static_cast<std::int64_t>(value);
+}
+
+std::optional<std::int64_t> optional_stored(const std::optional<WallTime>& time) {
+    if (!time) return std::nullopt;
+    return to_stored(*time);
+}
+
+}  // namespace
+
+struct ChangeWriter::Statements {
+    explicit Statements(Connection& c)
+        : insert(c, "INSERT INTO tasks (id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, "
+                    "run_at, options, payload, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+          transition(c, "UPDATE tasks SET status = ?2, attempt = ?3, last_error = ?4, updated_at = ?5, run_at = ?6, "
+                        "output = coalesce(?7, output) WHERE id = ?1"),
+          release_key(c, "UPDATE tasks SET key = NULL WHERE id = ?1"),
+          put_recurring(c, "INSERT INTO recurring (name, definition) VALUES (?1, ?2) "
+                           "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition"),
+          remove_recurring(c, "DELETE FROM recurring WHERE name = ?1"),
+          fire_recurring(c, "UPDATE recurring SET last_fired = ?2 WHERE name = ?1"),
+          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1") {}
+    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark;
+};
+
+ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
+ChangeWriter::~ChangeWriter() = default;
+
+void ChangeWriter::apply(const Change& change) {
+    Statements& s = *statements_;
+    std::visit(
+        [&s](const auto& c) {
+            using C = std::decay_t<decltype(c)>;
+            if constexpr (std::is_same_v<C, TaskInserted>) {
+                const TaskRow& r = c.row;
+                s.insert.bind(1, to_int64(r.id.value)).bind(2, r.key).bind(3, r.pool).bind(4, r.kind);
+                s.insert.bind(5, to_string(r.status)).bind(6, std::int64_t{r.attempt}).bind(7, r.last_error);
+                s.insert.bind(8, to_stored(r.submitted_at)).bind(9, to_stored(r.updated_at));
+                s.insert.bind(10, optional_stored(r.run_at)).bind(11, r.options).bind_blob(12, r.payload);
+                if (r.output) s.insert.bind_blob(13, *r.output);
+                s.insert.run();
+            } else if constexpr (std::is_same_v<C, TaskTransition>) {
+                s.transition.bind(1, to_int64(c.id.value)).bind(2, to_string(c.status));
+                s.transition.bind(3, std::int64_t{c.attempt}).bind(4, c.last_error).bind(5, to_stored(c.updated_at));
+                s.transition.bind(6, optional_stored(c.run_at));
+                if (c.output) s.transition.bind_blob(7, *c.output);
+                s.transition.run();
+            } else if constexpr (std::is_same_v<C, TaskKeyReleased>) {
+                s.release_key.bind(1, to_int64(c.id.value)).run();
+            } else if constexpr (std::is_same_v<C, RecurringPut>) {
+                s.put_recurring.bind(1, c.name).bind(2, c.definition).run();
+            } else if constexpr (std::is_same_v<C, RecurringRemoved>) {
+                s.remove_recurring.bind(1, c.name).run();
+            } else if constexpr (std::is_same_v<C, RecurringFired>) {
+                s.fire_recurring.bind(1, c.name).bind(2, to_stored(c.fired_at)).run();
+            } else {
+                static_assert(std::is_same_v<C, HighWaterMarks>);
+                s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
+                s.raise_mark.bind(1, std::string_view("next_lease_id")).bind(2, to_int64(c.next_lease_id)).run();
+            }
+        },
+        change);
+}
+
+std::optional<TaskRow> find_task(Connection& connection, const TaskRef& task) {
+    const std::string by_id = std::string("SELECT ") + task_columns + " FROM tasks WHERE id = ?1";
+    const std::string by_key =
+        std::string("SELECT ") + task_columns + " FROM tasks WHERE key = ?1 ORDER BY id DESC LIMIT 1";
+    Statement statement(connection, task.id ? by_id.c_str() : by_key.c_str());
+    if (task.id) statement.bind(1, to_int64(task.id->value));
+    else if (task.key) statement.bind(1, *task.key);
+    else return std::nullopt;
+    if (!statement.step()) return std::nullopt;
+    return read_row(statement, connection);
+}
+
+std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::size_t limit) {
+    const std::string sql = std::string("SELECT ") + task_columns + " FROM tasks WHERE status = ?1 ORDER BY id LIMIT ?2";
+    Statement statement(connection, sql.c_str());
+    statement.bind(1, to_string(status)).bind(2, to_int64(limit));
+    std::vector<TaskRow> rows;
+    while (statement.step()) rows.push_back(read_row(statement, connection));
+    return rows;
+}
+
+std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit) {
+    // Through the (status, updated_at) index; the limit keeps each write
+    // transaction short so a leader's commits do not wait long.
+    const std::string sql = "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE status IN " + terminal_list() +
+                            " AND updated_at < ?1 LIMIT ?2)";
+    Statement statement(connection, sql.c_str());
+    statement.bind(1, to_stored(cutoff)).bind(2, to_int64(limit));
+    statement.run();
+    return static_cast<std::size_t>(connection.query_int("SELECT changes()"));
+}
+
+Recovered load(Connection& connection, WallTime terminal_since) {
+    Recovered out;
+    const std::string sql = std::string("SELECT ") + task_columns + " FROM tasks WHERE status NOT IN " +
+                            terminal_list() + " OR updated_at >= ?1 ORDER BY id";
+    Statement tasks(connection, sql.c_str());
+    tasks.bind(1, to_stored(terminal_since));
+    while (tasks.step()) out.tasks.push_back(read_row(tasks, connection));
+
+    Statement recurring(connection, "SELECT name, definition, last_fired FROM recurring ORDER BY name");
+    while (recurring.step())
+        out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
+
+    out.marks.next_task_id =
+        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_task_id'"));
+    out.marks.next_lease_id =
+        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
+    return out;
+}
+
+StoredTask to_stored_task(TaskRow row) {
+    StoredTask task;
+    task.id = row.id;
+    task.key = std::move(row.key);
+    task.pool = std::move(row.pool);
+    task.kind = std::move(row.kind);
+    task.status = row.status;
+    task.attempt = row.attempt;
+    task.last_error = std::move(row.last_error);
+    task.submitted_at = row.submitted_at;
+    task.updated_at = row.updated_at;
+    task.payload = std::move(row.payload);
+    task.output = std::move(row.output);
+    return task;
+}
+
+StoreStats read_stats(Connection& connection) {
+    StoreStats stats;
+    stats.schema_version = connection.query_int("PRAGMA user_version");
+    Statement counts(connection, "SELECT status, count(*) FROM tasks GROUP BY status ORDER BY status");
+    while (counts.step()) {
+        stats.tasks_by_status[counts.text(0)] = counts.int64(1);
+        stats.tasks += counts.int64(1);
+    }
+    stats.recurring = connection.query_int("SELECT count(*) FROM recurring");
+    stats.marks.next_task_id =
+        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_task_id'"));
+    stats.marks.next_lease_id =
+        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
+    Statement leader(connection, "SELECT epoch, holder, expires_at FROM leader WHERE id = 1");
+    if (leader.step())
+        stats.leader = LeaderRow{static_cast<std::uint64_t>(leader.int64(0)), leader.optional_text(1),
+                                 from_stored(leader.int64(2))};
+    return stats;
+}
+
+}  // namespace cronoq::store::sqlite

@@ -1,0 +1,59 @@
+#pragma once
+// Rows in and out of the SQLite schema: the changes a commit applies, the
+// inspection queries and the recovery load. Each function runs inside the
+// caller's transaction.
+#include "connection.hpp"
+
+#include <cronoq/store/journal.hpp>
+#include <cronoq/task_ref.hpp>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cronoq::store::sqlite {
+
+std::int64_t to_stored(WallTime time);
+WallTime from_stored(std::int64_t nanoseconds);
+
+/// The write statements, prepared once per connection.
+class ChangeWriter {
+public:
+    explicit ChangeWriter(Connection& connection);
+    ~ChangeWriter();
+    void apply(const Change& change);
+
+private:
+    struct Statements;
+    std::unique_ptr<Statements> statements_;
+};
+
+std::optional<TaskRow> find_task(Connection& connection, const TaskRef& task);
+std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::size_t limit);
+/// Deletes up to `limit` terminal rows updated before `cutoff`.
+std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit);
+/// Recovered, except its epoch.
+Recovered load(Connection& connection, WallTime terminal_since);
+
+StoredTask to_stored_task(TaskRow row);
+
+struct LeaderRow {
+    std::uint64_t epoch = 0;
+    std::optional<std::string> holder;
+    WallTime expires_at;
+};
+
+struct StoreStats {
+    std::int64_t schema_version = 0;
+    std::map<std::string, std::int64_t> tasks_by_status;
+    std::int64_t tasks = 0;
+    std::int64_t recurring = 0;
+    HighWaterMarks marks;
+    LeaderRow leader;
+};
+StoreStats read_stats(Connection& connection);
+
+}  // namespace cronoq::store::sqlite

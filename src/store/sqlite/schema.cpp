@@ -1,0 +1,132 @@
+#include "schema.hpp"
+
+#include <string>
+
+namespace cronoq::store::sqlite {
+
+namespace {
+
+// Version 1. Times are nanoseconds since the Unix epoch (wall clock);
+// statuses are their stable names ("dead_lettered"), readable with the
+// sqlite3 shell and independent of the enum's order.
+constexpr const char* schema_v1 = R"sql(
+CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY,
+    key TEXT,
+    pool TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    last_error TEXT NOT NULL,
+    submitted_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    run_at INTEGER,
+    options TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    output BLOB
+);
+CREATE INDEX tasks_by_key ON tasks (key) WHERE key IS NOT NULL;
+CREATE INDEX tasks_by_status ON tasks (status, updated_at);
+CREATE TABLE recurring (
+    name TEXT PRIMARY KEY,
+    definition TEXT NOT NULL,
+    last_fired INTEGER
+);
+CREATE TABLE meta (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT INTO meta (name, value) VALUES ('next_task_id', 0), ('next_lease_id', 0);
+CREATE TABLE leader (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    epoch INTEGER NOT NULL,
+    holder TEXT,
+    expires_at INTEGER NOT NULL
+);
+INSERT INTO leader (id, epoch, holder, expires_at) VALUES (1, 0, NULL, 0);
+)sql";
+
+struct Header {
+    std::int64_t application_id;
+    std::int64_t version;
+    std::int64_t objects;
+};
+
+Header read_header(Connection& connection) {
+    return Header{connection.query_int("PRAGMA application_id"), connection.query_int("PRAGMA user_version"),
+                  connection.query_int("SELECT count(*) FROM sqlite_schema")};
+}
+
+/// Throws unless `header` is a cronoq store this build can read; false for
+/// an empty database, which a writer initialises.
+bool check(const Header& header, const Connection& connection) {
+    const std::string file = connection.path().string();
+    if (header.application_id == 0 && header.version == 0) {
+        if (header.objects == 0) return false;
+        throw StoreError(StoreErrorKind::Corrupt,
+                         "not a cronoq store: " + file + " is a SQLite database of another application");
+    }
+    if (header.application_id != cronoq_application_id)
+        throw StoreError(StoreErrorKind::Corrupt,
+                         "not a cronoq store: " + file + " is a SQLite database of another application (application_id " +
+                             std::to_string(header.application_id) + ")");
+    if (header.version > schema_version)
+        throw StoreError(StoreErrorKind::SchemaTooNew,
+                         "the store " + file + " has schema version " + std::to_string(header.version) +
+                             ", newer than this cronoq reads (" + std::to_string(schema_version) +
+                             "): a newer cronoq migrated it; use that version");
+    return true;
+}
+
+}  // namespace
+
+void configure_writer(Connection& connection, Durability durability) {
+    // The header is read first so that a file that is not a database fails
+    // as Corrupt before anything tries to change it.
+    connection.query_int("PRAGMA application_id");
+    Statement journal(connection, "PRAGMA journal_mode=WAL");
+    if (!journal.step() || journal.text(0) != "wal")
+        throw StoreError(StoreErrorKind::Io, "cannot switch the store " + connection.path().string() +
+                                                 " to WAL mode (is it on a network filesystem?)");
+    journal.reset();
+    connection.exec(durability == Durability::Full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    // The WAL is checkpointed every 1000 pages on commit; after that it is
+    // truncated back to this size, so a burst does not leave a large file.
+    connection.exec("PRAGMA wal_autocheckpoint=1000; PRAGMA journal_size_limit=8388608");
+}
+
+void migrate(Connection& connection) {
+    {
+        // A current store needs no write lock: a standby opening it while
+        // the leader is inside a transaction (or frozen there) does not wait.
+        ReadTransaction read(connection);
+        const Header header = read_header(connection);
+        if (check(header, connection) && header.version == schema_version) return;
+    }
+    WriteTransaction transaction(connection);
+    const Header header = read_header(connection);
+    std::int64_t version = check(header, connection) ? header.version : 0;
+    if (version == 0) {
+        connection.exec(schema_v1);
+        version = 1;
+    }
+    // Migrations from version n to n + 1 go here, each in this transaction.
+    connection.exec(("PRAGMA application_id=" + std::to_string(cronoq_application_id)).c_str());
+    connection.exec(("PRAGMA user_version=" + std::to_string(version)).c_str());
+    transaction.commit();
+}
+
+std::int64_t verify(Connection& connection) {
+    ReadTransaction transaction(connection);
+    const Header header = read_header(connection);
+    if (!check(header, connection))
+        throw StoreError(StoreErrorKind::Corrupt,
+                         "not a cronoq store: " + connection.path().string() + " is an empty SQLite database");
+    if (header.version < schema_version)
+        throw StoreError(StoreErrorKind::Corrupt, "the store " + connection.path().string() + " has schema version " +
+                                                      std::to_string(header.version) +
+                                                      ": open it with SqliteStore::open once to migrate it");
+    return header.version;
+}
+
+}  // namespace cronoq::store::sqlite

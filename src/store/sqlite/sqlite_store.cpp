@@ -1,0 +1,69 @@
+// SqliteStore: opening the file and the inspection members.
+#include "rows.hpp"
+#include "schema.hpp"
+#include "store_impl.hpp"
+
+#include <cronoq/config_error.hpp>
+
+namespace cronoq {
+
+using namespace store::sqlite;
+
+namespace {
+
+std::chrono::milliseconds busy_wait(const SqliteStoreConfig& config) {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(config.leader_lease),
+                    std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+std::shared_ptr<SqliteStore> SqliteStore::open(std::filesystem::path file, SqliteStoreConfig config) {
+    if (config.leader_lease <= std::chrono::nanoseconds(0))
+        throw ConfigError("SqliteStoreConfig: leader_lease must be positive");
+    if (config.keep_finished < std::chrono::nanoseconds(0))
+        throw ConfigError("SqliteStoreConfig: keep_finished must not be negative");
+    auto impl = std::make_unique<Impl>(std::move(file), config);
+    impl->writer = std::make_unique<Connection>(impl->path, Connection::Mode::Create, busy_wait(config));
+    configure_writer(*impl->writer, config.durability);
+    migrate(*impl->writer);
+    impl->inspection = std::make_unique<Connection>(impl->path, Connection::Mode::ReadWrite, busy_wait(config));
+    return std::shared_ptr<SqliteStore>(new SqliteStore(std::move(impl)));
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SqliteStore::~SqliteStore() = default;
+
+std::optional<StoredTask> SqliteStore::get_task(TaskRef task) const {
+    std::lock_guard lock(impl_->inspection_mutex);
+    auto row = find_task(*impl_->inspection, task);
+    if (!row) return std::nullopt;
+    return to_stored_task(std::move(*row));
+}
+
+std::vector<StoredTask> SqliteStore::list(TaskStatus status, std::size_t limit) const {
+    std::lock_guard lock(impl_->inspection_mutex);
+    std::vector<StoredTask> out;
+    for (auto& row : list_tasks(*impl_->inspection, status, limit)) out.push_back(to_stored_task(std::move(row)));
+    return out;
+}
+
+std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) {
+    std::lock_guard lock(impl_->inspection_mutex);
+    const auto cutoff = std::chrono::system_clock::now() - older_than;
+    // Chunks of their own transactions: a leader's commits wait at most one.
+    constexpr std::size_t chunk = 1000;
+    std::size_t total = 0;
+    for (;;) {
+        const std::size_t removed = prune_tasks(*impl_->inspection, cutoff, chunk);
+        total += removed;
+        if (removed < chunk) return total;
+    }
+}
+
+store::Journal& SqliteStore::journal() { return *impl_; }
+
+const std::filesystem::path& SqliteStore::path() const { return impl_->path; }
+
+}  // namespace cronoq

@@ -1,0 +1,180 @@
+// cronoq-store: inspects a cronoq store from the command line (SPEC §14).
+// Reads in short transactions, so it may run while a scheduler leads.
+#include "output.hpp"
+#include "sqlite/connection.hpp"
+#include "sqlite/rows.hpp"
+#include "sqlite/schema.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using namespace cronoq;
+using namespace cronoq::store;
+
+constexpr const char* usage = R"(usage: cronoq-store --store <sqlite path | postgresql:// conninfo> [--json] <command>
+commands:
+  stats                                     task counts by status, schedules, leader
+  list --status <status> [--limit N]        tasks with a status (default limit 100), oldest first
+  show <id|key>                             one task
+  prune --older-than <duration>             remove terminal tasks updated longer ago (7d, 12h, 30m, 45s)
+--json prints machine-readable output on stdout; messages go to stderr.
+)";
+
+/// A mistake in the command line: exit status 2 with the usage.
+struct UsageError {
+    std::string message;
+};
+
+struct Options {
+    std::string store;
+    bool json = false;
+    std::vector<std::string> command;
+};
+
+Options parse(int argc, char** argv) {
+    Options options;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (!options.command.empty()) {
+            options.command.emplace_back(arg);
+        } else if (arg == "--store") {
+            if (++i == argc) throw UsageError{"--store needs a path"};
+            options.store = argv[i];
+        } else if (arg == "--json") {
+            options.json = true;
+        } else if (arg.starts_with("--")) {
+            throw UsageError{"unknown option " + std::string(arg)};
+        } else {
+            options.command.emplace_back(arg);
+        }
+    }
+    if (options.store.empty()) throw UsageError{"--store is required"};
+    if (options.command.empty()) throw UsageError{"no command"};
+    return options;
+}
+
+/// The value after `--name` among a command's arguments, if given.
+std::optional<std::string> flag(const std::vector<std::string>& args, std::string_view name) {
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (args[i] != name) continue;
+        if (i + 1 == args.size()) throw UsageError{std::string(name) + " needs a value"};
+        return args[i + 1];
+    }
+    return std::nullopt;
+}
+
+void expect_arguments(const std::vector<std::string>& args, std::size_t count) {
+    if (args.size() != count) throw UsageError{"wrong arguments for " + args[0]};
+}
+
+int stats(sqlite::Connection& db, const Options& options) {
+    expect_arguments(options.command, 1);
+    const sqlite::StoreStats stats = [&] {
+        sqlite::ReadTransaction read(db);
+        return sqlite::read_stats(db);
+    }();
+    if (options.json) std::cout << tool::stats_json(stats).dump(2) << "\n";
+    else std::cout << tool::stats_text(stats);
+    return 0;
+}
+
+int list(sqlite::Connection& db, const Options& options) {
+    const auto& args = options.command;
+    const auto status_name = flag(args, "--status");
+    if (!status_name) throw UsageError{"list needs --status <status>"};
+    const auto status = status_from_string(*status_name);
+    if (!status) throw UsageError{"unknown status \"" + *status_name + "\" (e.g. ready, running, dead_lettered)"};
+    std::size_t limit = 100;
+    if (const auto text = flag(args, "--limit")) {
+        try {
+            std::size_t used = 0;
+            limit = std::stoul(*text, &used);
+            if (used != text->size()) throw std::invalid_argument(*text);
+        } catch (const std::exception&) {
+            throw UsageError{"--limit needs a number, not \"" + *text + "\""};
+        }
+    }
+    expect_arguments(args, 3 + (flag(args, "--limit") ? 2 : 0));
+    const auto rows = sqlite::list_tasks(db, *status, limit);
+    if (options.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& row : rows) out.push_back(tool::task_json(row));
+        std::cout << out.dump(2) << "\n";
+    } else {
+        for (const auto& row : rows) std::cout << tool::task_line(row) << "\n";
+        std::cerr << rows.size() << " task(s)\n";
+    }
+    return 0;
+}
+
+int show(sqlite::Connection& db, const Options& options) {
+    expect_arguments(options.command, 2);
+    const std::string& name = options.command[1];
+    std::optional<TaskRow> row;
+    // All digits: an id first, then a key that happens to be a number.
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos && name.size() < 20)
+        row = sqlite::find_task(db, TaskRef(TaskId{std::stoull(name)}));
+    if (!row) row = sqlite::find_task(db, TaskRef(name));
+    if (!row) {
+        std::cerr << "cronoq-store: no task with id or key \"" << name << "\" in " << options.store << "\n";
+        return 1;
+    }
+    if (options.json) std::cout << tool::task_json(*row).dump(2) << "\n";
+    else std::cout << tool::task_details(*row);
+    return 0;
+}
+
+int prune(sqlite::Connection& db, const Options& options) {
+    const auto& args = options.command;
+    const auto text = flag(args, "--older-than");
+    if (!text) throw UsageError{"prune needs --older-than <duration>"};
+    const auto older_than = tool::parse_duration(*text);
+    if (!older_than) throw UsageError{"--older-than needs a duration such as 7d, 12h, 30m or 45s, not \"" + *text + "\""};
+    expect_arguments(args, 3);
+    const auto cutoff = std::chrono::system_clock::now() - *older_than;
+    std::size_t total = 0;
+    for (;;) {  // chunks, each its own short transaction
+        const std::size_t removed = sqlite::prune_tasks(db, cutoff, 1000);
+        total += removed;
+        if (removed < 1000) break;
+    }
+    if (options.json) std::cout << nlohmann::json{{"pruned", total}}.dump() << "\n";
+    else std::cerr << "pruned " << total << " terminal task(s)\n";
+    return 0;
+}
+
+int run(const Options& options) {
+    if (options.store.starts_with("postgresql://") || options.store.starts_with("postgres://")) {
+        std::cerr << "cronoq-store: this cronoq-store was not built with PostgreSQL support\n";
+        return 1;
+    }
+    const std::string& command = options.command[0];
+    if (command != "stats" && command != "list" && command != "show" && command != "prune")
+        throw UsageError{"unknown command " + command};
+    sqlite::Connection db(options.store, sqlite::Connection::Mode::ReadWrite, std::chrono::seconds(5));
+    sqlite::verify(db);
+    if (command == "stats") return stats(db, options);
+    if (command == "list") return list(db, options);
+    if (command == "show") return show(db, options);
+    return prune(db, options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(parse(argc, argv));
+    } catch (const UsageError& error) {
+        std::cerr << "cronoq-store: " << error.message << "\n" << usage;
+        return 2;
+    } catch (const std::exception& error) {
+        std::cerr << "cronoq-store: " << error.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,31 @@
+#pragma once
+// cronoq-store's parsing and printing: durations, times, task objects.
+#include "sqlite/rows.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cronoq::store::tool {
+
+/// "7d", "12h", "30m", "45s", "500ms", "2w"; empty when not a duration.
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text);
+
+/// RFC 3339 in UTC with milliseconds: "2026-12-01T10:38:04.123Z".
+std::string format_time(WallTime time);
+
+/// The task object of `list` and `show`: id, key, pool, kind, status,
+/// attempt, last_error, submitted_at, updated_at.
+nlohmann::json task_json(const TaskRow& row);
+/// One line per task for `list` without --json.
+std::string task_line(const TaskRow& row);
+/// Several lines, payload and output included, for `show` without --json.
+std::string task_details(const TaskRow& row);
+
+nlohmann::json stats_json(const sqlite::StoreStats& stats);
+std::string stats_text(const sqlite::StoreStats& stats);
+
+}  // namespace cronoq::store::tool

@@ -1,0 +1,332 @@
+// The commit pipeline: what each change writes, group commit, completions
+// in order, inspection while a leader writes, pruning and recovery.
+#include "store_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+namespace cronoq::test {
+namespace {
+
+using namespace std::chrono_literals;
+using store::Batch;
+using store::Sequence;
+
+std::shared_ptr<SqliteStore> open_store(const ScratchDir& dir, SqliteStoreConfig config = {}) {
+    return SqliteStore::open(dir.file("s.db"), config);
+}
+
+/// A store leading on `dir`'s file, with its reports.
+struct Leader {
+    explicit Leader(const ScratchDir& dir, SqliteStoreConfig config = {},
+                    std::chrono::nanoseconds retention = std::chrono::hours(1))
+        : store(open_store(dir, config)) {
+        store->journal().lead(reports.handlers(retention));
+        EXPECT_TRUE(reports.wait_leading());
+    }
+    Sequence commit(Batch batch) {
+        const Sequence sequence = store->journal().enqueue(std::move(batch));
+        EXPECT_TRUE(reports.wait_committed(sequence));
+        return sequence;
+    }
+    Reports reports;
+    std::shared_ptr<SqliteStore> store;
+};
+
+/// What a fresh leader on the same file recovers, after `leader` released.
+store::Recovered recover(const ScratchDir& dir, std::chrono::nanoseconds retention = std::chrono::hours(1)) {
+    Leader next(dir, {}, retention);
+    return *next.reports.recovered;
+}
+
+const store::TaskRow* find(const store::Recovered& r, std::uint64_t id) {
+    for (const auto& row : r.tasks)
+        if (row.id.value == id) return &row;
+    return nullptr;
+}
+
+TEST(Journal, EveryChangeKindIsWrittenAndRecovered) {
+    ScratchDir dir;
+    const auto t0 = std::chrono::system_clock::now();
+    const auto run_at = t0 + 1h;
+    {
+        Leader leader(dir);
+        store::TaskRow scheduled = task_row(1, "order-1");
+        scheduled.status = TaskStatus::Scheduled;
+        scheduled.run_at = run_at;
+        scheduled.payload = std::string("\0binary\xff", 8);
+        scheduled.options = R"({"deadline":"x"})";
+        store::TaskRow succeeded = task_row(2, "order-2");
+        Batch batch{{store::TaskInserted{scheduled}, store::TaskInserted{succeeded},
+                     store::TaskTransition{TaskId{2}, TaskStatus::Running, 1, "", t0, std::nullopt, std::nullopt},
+                     store::TaskTransition{TaskId{2}, TaskStatus::Succeeded, 1, "", t0, std::nullopt, "out-2"},
+                     // Without an output the stored one stays.
+                     store::TaskTransition{TaskId{2}, TaskStatus::Succeeded, 1, "late", t0, std::nullopt, std::nullopt},
+                     store::TaskInserted{task_row(3)},
+                     store::TaskTransition{TaskId{3}, TaskStatus::Retrying, 2, "timeout", t0, run_at, std::nullopt},
+                     store::TaskKeyReleased{TaskId{1}},
+                     store::RecurringPut{"nightly", "def-1"}, store::RecurringFired{"nightly", t0},
+                     store::RecurringPut{"nightly", "def-2"},  // replaced: keeps its last firing
+                     store::RecurringPut{"gone", "x"}, store::RecurringRemoved{"gone"},
+                     store::HighWaterMarks{10, 50}, store::HighWaterMarks{4, 60}}};
+        leader.commit(std::move(batch));
+        // A transition of a row the store does not hold changes nothing.
+        leader.commit(Batch{{store::TaskTransition{TaskId{99}, TaskStatus::Failed, 1, "x", t0, {}, {}}}});
+
+        const auto stored = leader.store->get_task(TaskId{2});
+        ASSERT_TRUE(stored);
+        EXPECT_EQ(stored->status, TaskStatus::Succeeded);
+        EXPECT_EQ(stored->output, "out-2");
+        EXPECT_EQ(stored->last_error, "late");
+        EXPECT_EQ(leader.store->get_task("order-2")->id, TaskId{2});
+        EXPECT_FALSE(leader.store->get_task("order-1")) << "the key was released";
+        EXPECT_FALSE(leader.store->get_task(TaskId{99}));
+        leader.store->journal().release();
+        ASSERT_TRUE(leader.reports.wait_lost());
+        EXPECT_EQ(leader.reports.lost->reason, store::LostReason::Released);
+    }
+    const store::Recovered r = recover(dir);
+    EXPECT_EQ(r.epoch, 2u);
+    ASSERT_EQ(r.tasks.size(), 3u);
+    const auto* one = find(r, 1);
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->status, TaskStatus::Scheduled);
+    EXPECT_EQ(one->key, std::nullopt);
+    EXPECT_EQ(one->run_at, run_at);
+    EXPECT_EQ(one->payload, std::string("\0binary\xff", 8));
+    EXPECT_EQ(one->options, R"({"deadline":"x"})");
+    EXPECT_EQ(one->pool, "default");
+    EXPECT_EQ(one->kind, "work");
+    const auto* three = find(r, 3);
+    ASSERT_TRUE(three);
+    EXPECT_EQ(three->status, TaskStatus::Retrying);
+    EXPECT_EQ(three->attempt, 2u);
+    EXPECT_EQ(three->last_error, "timeout");
+    EXPECT_EQ(three->run_at, run_at);
+    EXPECT_EQ(three->updated_at, t0);
+    ASSERT_EQ(r.recurring.size(), 1u);
+    EXPECT_EQ(r.recurring[0].name, "nightly");
+    EXPECT_EQ(r.recurring[0].definition, "def-2");
+    EXPECT_EQ(r.recurring[0].last_fired, t0);
+    EXPECT_EQ(r.marks.next_task_id, 10u);
+    EXPECT_EQ(r.marks.next_lease_id, 60u);
+}
+
+TEST(Journal, BatchesQueuedBeforeLeadingCommitInOneTransaction) {
+    ScratchDir dir;
+    auto store = open_store(dir);
+    constexpr int threads = 4, per_thread = 500;
+    std::vector<std::thread> enqueuers;
+    std::atomic<std::uint64_t> next_id{1};
+    for (int t = 0; t < threads; ++t)
+        enqueuers.emplace_back([&] {
+            for (int i = 0; i < per_thread; ++i) store->journal().enqueue(insert_batch(next_id++));
+        });
+    for (auto& t : enqueuers) t.join();
+    EXPECT_EQ(store->journal().figures().pending_changes, std::uint64_t{threads * per_thread});
+    Reports reports;
+    store->journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_committed(threads * per_thread));
+    ASSERT_EQ(reports.commits.size(), 1u);
+    EXPECT_EQ(reports.commits[0].batches, std::size_t{threads * per_thread});
+    const auto figures = store->journal().figures();
+    EXPECT_EQ(figures.commits, 1u);
+    EXPECT_EQ(figures.mean_batch_size, double(threads * per_thread));
+    EXPECT_EQ(figures.pending_changes, 0u);
+    EXPECT_TRUE(figures.leading);
+    EXPECT_EQ(store->list(TaskStatus::Ready, 10000).size(), std::size_t{threads * per_thread});
+}
+
+TEST(Journal, WhatQueuesWhileACommitSyncsGoesIntoTheNextOne) {
+    ScratchDir dir;
+    Leader leader(dir);
+    // Hold the commit thread in the first report until 100 more batches wait.
+    std::promise<void> queued;
+    std::shared_future<void> all_queued = queued.get_future().share();
+    std::atomic<int> held{0};
+    leader.reports.after_commit = [&](const store::CommitReport&) {
+        if (held++ == 0) all_queued.wait();
+    };
+    const Sequence first = leader.store->journal().enqueue(insert_batch(1));
+    ASSERT_TRUE(leader.reports.wait_committed(first));
+    Sequence last = 0;
+    for (std::uint64_t id = 2; id <= 101; ++id) last = leader.store->journal().enqueue(insert_batch(id));
+    queued.set_value();
+    ASSERT_TRUE(leader.reports.wait_committed(last));
+    ASSERT_EQ(leader.reports.commits.size(), 2u);
+    EXPECT_EQ(leader.reports.commits[1].batches, 100u);
+    EXPECT_EQ(leader.reports.commits[1].committed, last);
+}
+
+TEST(Journal, CompletionsFromManyThreadsArriveInOrder) {
+    ScratchDir dir;
+    Leader leader(dir);
+    constexpr int threads = 4, per_thread = 300;
+    std::atomic<std::uint64_t> next_id{1};
+    std::vector<std::thread> enqueuers;
+    for (int t = 0; t < threads; ++t)
+        enqueuers.emplace_back([&] {
+            for (int i = 0; i < per_thread; ++i) leader.store->journal().enqueue(insert_batch(next_id++));
+        });
+    for (auto& t : enqueuers) t.join();
+    ASSERT_TRUE(leader.reports.wait_committed(threads * per_thread));
+    Sequence previous = 0;
+    std::size_t batches = 0;
+    for (const auto& report : leader.reports.commits) {
+        EXPECT_FALSE(report.error);
+        EXPECT_GT(report.committed, previous);
+        EXPECT_EQ(report.committed - previous, report.batches);
+        previous = report.committed;
+        batches += report.batches;
+    }
+    EXPECT_EQ(batches, std::size_t{threads * per_thread});
+    const auto figures = leader.store->journal().figures();
+    EXPECT_EQ(figures.commits, leader.reports.commits.size());
+    EXPECT_GE(figures.mean_batch_size, 1.0);
+    EXPECT_GT(figures.commit_latency_p99.count(), 0);
+    EXPECT_GE(figures.commit_latency_p99, figures.commit_latency_p50);
+    EXPECT_EQ(leader.store->list(TaskStatus::Ready, 100000).size(), std::size_t{threads * per_thread});
+}
+
+TEST(Journal, InspectionReadsWhileTheLeaderWrites) {
+    ScratchDir dir;
+    Leader leader(dir);
+    constexpr std::uint64_t tasks = 5000;
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+        for (std::uint64_t id = 1; id <= tasks; ++id) {
+            const Sequence s = leader.store->journal().enqueue(insert_batch(id));
+            if (id % 50 == 0) leader.reports.wait_committed(s);
+        }
+        done = true;
+    });
+    std::size_t seen = 0;
+    for (int i = 0; i < 100 || !done; ++i) {
+        const auto ready = leader.store->list(TaskStatus::Ready, 1000000);
+        EXPECT_GE(ready.size(), seen);  // committed rows never disappear
+        seen = ready.size();
+        if (!ready.empty()) {
+            const auto task = leader.store->get_task(ready.back().id);
+            ASSERT_TRUE(task);
+            EXPECT_EQ(task->payload, "payload-" + std::to_string(ready.back().id.value));
+        }
+    }
+    writer.join();
+    EXPECT_EQ(leader.store->list(TaskStatus::Ready, tasks + 1).size(), tasks);
+}
+
+TEST(Journal, PruneRemovesOnlyTerminalRowsOlderThanAsked) {
+    ScratchDir dir;
+    Leader leader(dir, SqliteStoreConfig{Durability::Full, 10s, 30 * 24h});  // no background prune of these rows
+    const auto now = std::chrono::system_clock::now();
+    Batch batch;
+    const auto add = [&](std::uint64_t id, TaskStatus status, std::chrono::system_clock::time_point updated) {
+        store::TaskRow row = task_row(id);
+        row.status = status;
+        row.updated_at = updated;
+        batch.changes.push_back(store::TaskInserted{row});
+    };
+    add(1, TaskStatus::Succeeded, now - 48h);
+    add(2, TaskStatus::DeadLettered, now - 48h);
+    add(3, TaskStatus::Retrying, now - 48h);  // old but live: kept
+    add(4, TaskStatus::Succeeded, now - 1h);  // terminal but recent: kept
+    leader.commit(std::move(batch));
+    EXPECT_EQ(leader.store->prune(24h), 2u);
+    EXPECT_FALSE(leader.store->get_task(TaskId{1}));
+    EXPECT_FALSE(leader.store->get_task(TaskId{2}));
+    EXPECT_TRUE(leader.store->get_task(TaskId{3}));
+    EXPECT_TRUE(leader.store->get_task(TaskId{4}));
+    EXPECT_EQ(leader.store->prune(24h), 0u);
+    // The leader goes on committing after a prune from another connection.
+    leader.commit(insert_batch(5));
+}
+
+TEST(Journal, TheLeaderPrunesRowsPastKeepFinishedInTheBackground) {
+    ScratchDir dir;
+    Leader leader(dir, SqliteStoreConfig{Durability::Full, 10s, 1h});
+    store::TaskRow old_row = task_row(1);
+    old_row.status = TaskStatus::Succeeded;
+    old_row.updated_at = std::chrono::system_clock::now() - 2h;
+    leader.commit(Batch{{store::TaskInserted{old_row}, store::TaskInserted{task_row(2)}}});
+    // The first background prune runs about a second after leading; only a
+    // hang guard bounds this wait.
+    const auto guard = std::chrono::steady_clock::now() + 60s;
+    while (leader.store->get_task(TaskId{1}) && std::chrono::steady_clock::now() < guard)
+        std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(leader.store->get_task(TaskId{1}));
+    EXPECT_TRUE(leader.store->get_task(TaskId{2}));
+}
+
+TEST(Journal, RecoveryBringsBackLiveRowsAndRecentTerminalOnes) {
+    ScratchDir dir;
+    const auto now = std::chrono::system_clock::now();
+    {
+        Leader leader(dir);
+        Batch batch;
+        for (std::uint64_t id = 1; id <= 6; ++id) {
+            store::TaskRow row = task_row(id);
+            row.status = std::array{TaskStatus::Blocked, TaskStatus::Running, TaskStatus::Succeeded,
+                                    TaskStatus::Failed, TaskStatus::Cancelled, TaskStatus::Ready}[id - 1];
+            row.updated_at = id % 2 ? now - 3h : now - 10min;  // odd ids are older than the retention
+            batch.changes.push_back(store::TaskInserted{row});
+        }
+        leader.commit(std::move(batch));
+    }  // destroyed: released
+    const store::Recovered r = recover(dir, 1h);
+    std::vector<std::uint64_t> ids;
+    for (const auto& row : r.tasks) ids.push_back(row.id.value);
+    // 1 (blocked), 2 (running), 4 (failed, recent), 6 (ready); not 3 or 5 (old terminal).
+    EXPECT_EQ(ids, (std::vector<std::uint64_t>{1, 2, 4, 6}));
+}
+
+TEST(Journal, TheWalStaysBounded) {
+    ScratchDir dir;
+    Leader leader(dir, SqliteStoreConfig{Durability::Normal, 10s, 24h});
+    Sequence last = 0;
+    for (std::uint64_t id = 1; id <= 6000; ++id) {
+        store::TaskRow row = task_row(id);
+        row.payload.resize(4096, 'x');
+        last = leader.store->journal().enqueue(Batch{{store::TaskInserted{row}}});
+        if (id % 200 == 0) {
+            ASSERT_TRUE(leader.reports.wait_committed(last));
+        }
+    }
+    ASSERT_TRUE(leader.reports.wait_committed(last));
+    leader.commit(insert_batch(6001));
+    // About 25 MB went through; checkpoints keep the WAL near its limit.
+    EXPECT_LT(std::filesystem::file_size(dir.file("s.db").string() + "-wal"), 16u << 20);
+    EXPECT_GT(std::filesystem::file_size(dir.file("s.db")), 20u << 20);
+}
+
+TEST(Journal, ACommitThatKeepsFailingIsReportedThenLeadershipIsGivenUp) {
+    ScratchDir dir;
+    Leader leader(dir, SqliteStoreConfig{Durability::Full, 300ms, 24h});
+    const Sequence good = leader.commit(insert_batch(1));
+    // The same id again fails every time (a constraint).
+    const Sequence bad = leader.store->journal().enqueue(insert_batch(1));
+    leader.store->journal().enqueue(insert_batch(2));
+    ASSERT_TRUE(leader.reports.wait_lost());
+    EXPECT_EQ(leader.reports.lost->reason, store::LostReason::Failed);
+    EXPECT_NE(leader.reports.lost->message.find("failed for the whole leader lease"), std::string::npos);
+    ASSERT_GE(leader.reports.commits.size(), 2u);
+    for (std::size_t i = 1; i < leader.reports.commits.size(); ++i) {
+        const auto& report = leader.reports.commits[i];
+        ASSERT_TRUE(report.error);
+        EXPECT_EQ(report.error->kind(), StoreErrorKind::Corrupt);
+        EXPECT_EQ(report.committed, good);
+        EXPECT_EQ(report.failing_since, leader.reports.commits[1].failing_since);
+    }
+    EXPECT_LT(leader.reports.committed, bad);
+    EXPECT_FALSE(leader.store->get_task(TaskId{2})) << "nothing after the failing batch commits first";
+    EXPECT_GE(leader.store->journal().figures().failed_commits, 1u);
+    EXPECT_FALSE(leader.store->journal().figures().leading);
+    // After the loss nothing is written again.
+    leader.store->journal().enqueue(insert_batch(3));
+    EXPECT_FALSE(leader.store->get_task(TaskId{3}));
+}
+
+}  // namespace
+}  // namespace cronoq::test

@@ -1,0 +1,136 @@
+// Opening a store: creation, recognition, schema versions and the errors of
+// a file or folder that cannot be used.
+#include "store_support.hpp"
+
+#include <cronoq/config_error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/stat.h>
+
+namespace cronoq::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <class F>
+StoreError store_error_of(F&& f) {
+    try {
+        f();
+    } catch (const StoreError& error) {
+        return error;
+    }
+    ADD_FAILURE() << "no StoreError";
+    return StoreError(StoreErrorKind::Io, "none");
+}
+
+unsigned mode_of(const std::filesystem::path& file) {
+    struct stat st {};
+    ::stat(file.c_str(), &st);
+    return st.st_mode & 0777;
+}
+
+TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
+    ScratchDir dir;
+    const auto file = dir.file("s.db");
+    auto store = SqliteStore::open(file);
+    Reports reports;
+    store->journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_leading());
+    ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+    EXPECT_EQ(mode_of(file), 0600u);
+    ASSERT_TRUE(std::filesystem::exists(file.string() + "-wal"));
+    EXPECT_EQ(mode_of(file.string() + "-wal"), 0600u);
+    EXPECT_EQ(mode_of(file.string() + "-shm"), 0600u);
+    RawDb raw(file);
+    EXPECT_EQ(raw.query_int("PRAGMA application_id"), 0x43524E51);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 1);
+}
+
+TEST(SqliteOpen, ReopensAnExistingStore) {
+    ScratchDir dir;
+    {
+        auto store = SqliteStore::open(dir.file("s.db"));
+        Reports reports;
+        store->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+    }
+    auto store = SqliteStore::open(dir.file("s.db"));
+    ASSERT_TRUE(store->get_task(TaskId{1}));
+    EXPECT_EQ(store->get_task(TaskId{1})->payload, "payload-1");
+}
+
+TEST(SqliteOpen, AFileThatIsNotADatabaseIsNotACronoqStore) {
+    ScratchDir dir;
+    std::ofstream(dir.file("notes.txt")) << "shopping list: tea, milk, bread, and a few more lines of text\n";
+    const StoreError error = store_error_of([&] { SqliteStore::open(dir.file("notes.txt")); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::Corrupt);
+    EXPECT_NE(std::string(error.what()).find("not a cronoq store"), std::string::npos) << error.what();
+}
+
+TEST(SqliteOpen, AnotherApplicationsDatabaseIsNotACronoqStore) {
+    ScratchDir dir;
+    RawDb(dir.file("app.db")).exec("CREATE TABLE users (id INTEGER PRIMARY KEY)");
+    const StoreError error = store_error_of([&] { SqliteStore::open(dir.file("app.db")); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::Corrupt);
+    EXPECT_NE(std::string(error.what()).find("not a cronoq store"), std::string::npos) << error.what();
+    // Untouched: still the other application's.
+    EXPECT_EQ(RawDb(dir.file("app.db")).query_int("PRAGMA application_id"), 0);
+}
+
+TEST(SqliteOpen, ANewerSchemaIsRefused) {
+    ScratchDir dir;
+    SqliteStore::open(dir.file("s.db"));
+    RawDb(dir.file("s.db")).exec("PRAGMA user_version = 7");
+    const StoreError error = store_error_of([&] { SqliteStore::open(dir.file("s.db")); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::SchemaTooNew);
+    EXPECT_NE(std::string(error.what()).find("schema version 7"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("newer"), std::string::npos) << error.what();
+}
+
+TEST(SqliteOpen, ALockHeldPastTheLeaseIsBusy) {
+    ScratchDir dir;
+    // A new file, so open must take the write lock to create the schema;
+    // another connection holds it (a store that is current opens without it).
+    RawDb holder(dir.file("s.db"));
+    holder.exec("PRAGMA journal_mode=WAL; BEGIN IMMEDIATE; CREATE TABLE pending (x)");
+    const StoreError error = store_error_of(
+        [&] { SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Full, 200ms, 24h}); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::Busy) << error.what();
+    holder.exec("ROLLBACK");
+}
+
+TEST(SqliteOpen, AFolderThatCannotBeWrittenIsAnIoError) {
+    ScratchDir dir;
+    const auto readonly = dir.file("readonly");
+    std::filesystem::create_directory(readonly);
+    // Root ignores permissions: the child drops to an unprivileged user.
+    std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
+    std::filesystem::permissions(readonly, std::filesystem::perms(0555));
+    Child child({"open", "file=" + (readonly / "s.db").string(), "uid=65534"});
+    const auto line = child.read_line();
+    ASSERT_TRUE(line);
+    EXPECT_EQ(line->rfind("F io ", 0), 0u) << *line;
+    EXPECT_NE(line->find("Permission denied"), std::string::npos) << *line;
+    EXPECT_EQ(child.wait(), 1);
+    EXPECT_FALSE(std::filesystem::exists(readonly / "s.db"));
+}
+
+TEST(SqliteOpen, ConfigurationIsValidated) {
+    ScratchDir dir;
+    EXPECT_THROW(SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Full, 0s, 24h}), ConfigError);
+    EXPECT_THROW(SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Full, 1s, -1s}), ConfigError);
+}
+
+TEST(SqliteOpen, NormalDurabilityOpensAndCommits) {
+    ScratchDir dir;
+    auto store = SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Normal, 10s, 24h});
+    Reports reports;
+    store->journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+    EXPECT_TRUE(store->get_task(TaskId{1}));
+}
+
+}  // namespace
+}  // namespace cronoq::test

@@ -1,0 +1,190 @@
+#include "store_support.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace cronoq::test {
+
+namespace {
+/// Only a guard against a hang: a wait that needs longer than this failed.
+constexpr auto hang_guard = std::chrono::seconds(60);
+}  // namespace
+
+ScratchDir::ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "cronoq-store-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+}
+
+ScratchDir::~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ignored);
+    std::filesystem::remove_all(path_, ignored);
+}
+
+store::TaskRow task_row(std::uint64_t id, std::optional<std::string> key) {
+    store::TaskRow row;
+    row.id = TaskId{id};
+    row.key = std::move(key);
+    row.pool = "default";
+    row.kind = "work";
+    row.status = TaskStatus::Ready;
+    row.submitted_at = row.updated_at = std::chrono::system_clock::now();
+    row.options = R"({"priority":"normal"})";
+    row.payload = "payload-" + std::to_string(id);
+    return row;
+}
+
+store::Batch insert_batch(std::uint64_t id) { return store::Batch{{store::TaskInserted{task_row(id)}}}; }
+
+store::LeadHandlers Reports::handlers(std::chrono::nanoseconds retention) {
+    store::LeadHandlers h;
+    h.retention = retention;
+    h.on_leading = [this](store::Recovered r) {
+        std::lock_guard lock(mutex_);
+        recovered = std::move(r);
+        changed_.notify_all();
+    };
+    h.on_commit = [this](const store::CommitReport& report) {
+        {
+            std::lock_guard lock(mutex_);
+            commits.push_back(report);
+            if (!report.error) committed = report.committed;
+            changed_.notify_all();
+        }
+        if (after_commit) after_commit(report);
+    };
+    h.on_lost = [this](const store::LeadershipLost& l) {
+        std::lock_guard lock(mutex_);
+        lost = l;
+        changed_.notify_all();
+    };
+    return h;
+}
+
+bool Reports::wait(const std::function<bool(const Reports&)>& ready) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, hang_guard, [&] { return ready(*this); });
+}
+
+bool Reports::wait_leading() {
+    return wait([](const Reports& r) { return r.recovered.has_value() || r.lost.has_value(); }) && recovered;
+}
+
+bool Reports::wait_committed(store::Sequence sequence) {
+    return wait([sequence](const Reports& r) { return r.committed >= sequence || r.lost.has_value(); }) &&
+           committed >= sequence;
+}
+
+bool Reports::wait_lost() {
+    return wait([](const Reports& r) { return r.lost.has_value(); });
+}
+
+RawDb::RawDb(const std::filesystem::path& file) {
+    if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("sqlite3_open failed");
+    sqlite3_busy_timeout(db_, 10000);
+}
+
+RawDb::~RawDb() { sqlite3_close(db_); }
+
+void RawDb::exec(const std::string& sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+        std::string message = error ? error : "?";
+        sqlite3_free(error);
+        throw std::runtime_error("sqlite: " + message + " in " + sql);
+    }
+}
+
+std::int64_t RawDb::query_int(const std::string& sql) {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK)
+        throw std::runtime_error(std::string("sqlite: ") + sqlite3_errmsg(db_));
+    std::int64_t value = 0;
+    if (sqlite3_step(statement) == SQLITE_ROW) value = sqlite3_column_int64(statement, 0);
+    sqlite3_finalize(statement);
+    return value;
+}
+
+Child::Child(std::vector<std::string> args) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    // dup2 onto stdout clears O_CLOEXEC there: the child inherits the write end.
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    args.insert(args.begin(), {"/proc/self/exe", "--child"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    read_fd_ = fds[0];
+    if (rc != 0) throw std::runtime_error(std::string("posix_spawn failed: ") + std::strerror(rc));
+}
+
+Child::~Child() {
+    if (!reaped_) {
+        ::kill(pid_, SIGKILL);
+        ::kill(pid_, SIGCONT);
+        wait();
+    }
+    ::close(read_fd_);
+}
+
+std::optional<std::string> Child::read_line(std::chrono::milliseconds guard) {
+    const auto deadline = std::chrono::steady_clock::now() + guard;
+    for (;;) {
+        if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
+            std::string line = buffer_.substr(0, newline);
+            buffer_.erase(0, newline + 1);
+            return line;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return std::nullopt;
+        pollfd p{read_fd_, POLLIN, 0};
+        const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) return std::nullopt;
+        char chunk[4096];
+        const ssize_t n = ::read(read_fd_, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return std::nullopt;
+        buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+}
+
+std::optional<std::string> Child::read_until(const std::string& prefix,
+                                             const std::function<void(const std::string&)>& seen) {
+    while (auto line = read_line(hang_guard)) {
+        if (seen) seen(*line);
+        if (line->rfind(prefix, 0) == 0) return line;
+    }
+    return std::nullopt;
+}
+
+void Child::signal(int signal_number) { ::kill(pid_, signal_number); }
+
+int Child::wait() {
+    if (!reaped_) {
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        reaped_ = true;
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return status_;
+}
+
+}  // namespace cronoq::test

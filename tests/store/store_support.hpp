@@ -1,0 +1,110 @@
+#pragma once
+// Helpers for the store tests: scratch folders, rows, waiting for the
+// store's thread, raw SQLite access and child processes.
+#include <cronoq/store/journal.hpp>
+#include <cronoq/store/sqlite_store.hpp>
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cronoq::test {
+
+/// A fresh folder under the system's temporary folder, removed at the end.
+class ScratchDir {
+public:
+    ScratchDir();
+    ~ScratchDir();
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path file(const std::string& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+/// A Ready task row with id `id`, payload "payload-<id>".
+store::TaskRow task_row(std::uint64_t id, std::optional<std::string> key = std::nullopt);
+store::Batch insert_batch(std::uint64_t id);
+
+/// What the store's thread reported, for a test to wait on. Only a guard
+/// against a hang bounds each wait; no test asserts how long one takes.
+class Reports {
+public:
+    store::LeadHandlers handlers(std::chrono::nanoseconds retention = std::chrono::hours(1));
+
+    /// Waits until `ready(*this)` holds (under the lock); false after the
+    /// hang guard.
+    bool wait(const std::function<bool(const Reports&)>& ready);
+    bool wait_leading();
+    bool wait_committed(store::Sequence sequence);
+    bool wait_lost();
+
+    // Under the lock of `wait`, or after it returned.
+    std::optional<store::Recovered> recovered;
+    std::vector<store::CommitReport> commits;
+    std::optional<store::LeadershipLost> lost;
+    store::Sequence committed = 0;
+
+    /// Called on the store's thread after each commit report is recorded,
+    /// outside the lock (a test may block there to hold the commit thread).
+    std::function<void(const store::CommitReport&)> after_commit;
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+};
+
+/// A raw SQLite connection for checks and tampering.
+class RawDb {
+public:
+    explicit RawDb(const std::filesystem::path& file);
+    ~RawDb();
+    void exec(const std::string& sql);
+    std::int64_t query_int(const std::string& sql);
+    sqlite3* get() { return db_; }
+
+private:
+    sqlite3* db_ = nullptr;
+};
+
+/// A child process: this test binary re-executed with `--child <mode>
+/// <args...>` (never fork: NOTES.md), its stdout a pipe to the parent.
+class Child {
+public:
+    explicit Child(std::vector<std::string> args);
+    ~Child();  // SIGKILLs and reaps a child still running
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+
+    /// The next line the child wrote, or empty after the hang guard (or at
+    /// its end of output).
+    std::optional<std::string> read_line(std::chrono::milliseconds guard = std::chrono::seconds(60));
+    /// Lines until one starts with `prefix` (returned), each passed to `seen`.
+    std::optional<std::string> read_until(const std::string& prefix,
+                                          const std::function<void(const std::string&)>& seen = {});
+    void signal(int signal_number);
+    /// Waits for the child to end; its exit status, or 128 + signal.
+    int wait();
+    pid_t pid() const { return pid_; }
+
+private:
+    pid_t pid_ = -1;
+    int read_fd_ = -1;
+    std::string buffer_;
+    bool reaped_ = false;
+    int status_ = 0;
+};
+
+/// Dispatches `--child <mode> ...`; returns the child's exit status.
+int child_main(int argc, char** argv);
+
+}  // namespace cronoq::test
