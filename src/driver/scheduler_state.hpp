@@ -31,6 +31,7 @@
 #include <asio/strand.hpp>
 
 #include <atomic>
+#include <exception>
 #include <deque>
 #include <map>
 #include <memory>
@@ -207,7 +208,9 @@ struct SchedulerCore::State {
     void on_wakeup();
 
     // ---- attempts ---------------------------------------------------------------------
-    static asio::awaitable<AttemptOutput> run_attempt(std::shared_ptr<Attempt> a);
+    /// What the attempt's coroutine returned or threw, reported on its strand.
+    static void end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a, std::exception_ptr thrown,
+                            AttemptOutput out);
     void link_running(Attempt& a);
     bool unlink_running(Attempt& a);
     void arm_abandon();

@@ -193,18 +193,22 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     // co_spawn dispatches: it could run the attempt inline, under our mutex.
     // Posting the launch keeps the executor out of it. The completion holds
     // the core: what the attempt reports needs it.
+    // The executor's own coroutine is spawned: no frame of the driver's
+    // sits between it and Asio; its end (or what it threw) comes to the
+    // completion, on the same strand.
     asio::post(*strand, [core = self.lock(), attempt = std::move(attempt), strand]() mutable {
-        auto run = run_attempt(attempt);
         auto& slot = attempt->signal;
-        asio::co_spawn(*strand, std::move(run),
-                       asio::bind_cancellation_slot(
-                           slot.slot(), [core = std::move(core), attempt = std::move(attempt)](std::exception_ptr e,
-                                                                                             AttemptOutput out) mutable {
-                               // run_attempt contains what the executor throws; this is the rest
-                               // (a coroutine frame that could not be allocated).
-                               if (e) out.error = TaskError::permanent("panic: the attempt could not run");
-                               core->s_->post_end(AttemptEnd{std::move(attempt), std::move(out)});
-                           }));
+        try {
+            auto run = attempt->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
+                                                       attempt->task->payload);
+            asio::co_spawn(*strand, std::move(run),
+                           asio::bind_cancellation_slot(
+                               slot.slot(), [core, attempt](std::exception_ptr e, AttemptOutput out) mutable {
+                                   end_attempt(std::move(core), std::move(attempt), e, std::move(out));
+                               }));
+        } catch (...) {  // the coroutine could not even be made (its frame not allocated)
+            end_attempt(std::move(core), std::move(attempt), std::current_exception(), {});
+        }
     });
 }
 
@@ -303,23 +307,22 @@ void SchedulerCore::State::on_wakeup() {
 
 // ---- attempts ------------------------------------------------------------------------------
 
-asio::awaitable<AttemptOutput> SchedulerCore::State::run_attempt(std::shared_ptr<Attempt> a) {
-    AttemptOutput out;
-    try {
-        // Not one expression: GCC 12 destroys by-value temporaries of a
-        // co_await full-expression twice.
-        auto attempt = a->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(a)), a->task->payload);
-        out = co_await std::move(attempt);
-    } catch (const TaskError& e) {
-        out.error = e;
-    } catch (const std::exception& e) {
-        out.error = TaskError::permanent(std::string("panic: ") + e.what());
-    } catch (...) {
-        out.error = TaskError::permanent("panic: unknown exception");
+void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,
+                                       std::exception_ptr thrown, AttemptOutput out) {
+    if (thrown) {
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const TaskError& e) {
+            out.error = e;
+        } catch (const std::exception& e) {
+            out.error = TaskError::permanent(std::string("panic: ") + e.what());
+        } catch (...) {
+            out.error = TaskError::permanent("panic: unknown exception");
+        }
     }
     // From here on the context reports cancelled (SPEC §4).
     a->cancel.cancel();
-    co_return out;
+    core->s_->post_end(AttemptEnd{std::move(a), std::move(out)});
 }
 
 void SchedulerCore::State::link_running(Attempt& a) {

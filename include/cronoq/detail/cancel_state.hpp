@@ -5,12 +5,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace cronoq::detail {
 
@@ -72,7 +72,7 @@ public:
                 if (callbacks_.empty()) break;
                 running_ = callbacks_.front().first;
                 callback = std::move(callbacks_.front().second);
-                callbacks_.pop_front();
+                callbacks_.erase(callbacks_.begin());
             }
             try {
                 callback();
@@ -105,7 +105,9 @@ private:
     std::uint64_t next_id_ = 0;
     std::uint64_t running_ = 0;  // the callback `cancel` runs now, 0 if none
     std::thread::id runner_;     // the thread that cancelled
-    std::deque<std::pair<std::uint64_t, std::function<void()>>> callbacks_;
+    // A vector, not a deque: every attempt has this state, most register
+    // nothing, and an empty vector allocates nothing.
+    std::vector<std::pair<std::uint64_t, std::function<void()>>> callbacks_;
     std::shared_ptr<WaitList> waits_;  // guarded by mu_
 };
 
