@@ -117,6 +117,7 @@ TEST(Journal, EveryChangeKindIsWrittenAndRecovered) {
 
 TEST(Journal, BatchesQueuedBeforeLeadingCommitInOneTransaction) {
     ScratchDir dir;
+    Reports reports;
     auto store = open_store(dir);
     constexpr int threads = 4, per_thread = 500;
     std::vector<std::thread> enqueuers;
@@ -127,7 +128,6 @@ TEST(Journal, BatchesQueuedBeforeLeadingCommitInOneTransaction) {
         });
     for (auto& t : enqueuers) t.join();
     EXPECT_EQ(store->journal().figures().pending_changes, std::uint64_t{threads * per_thread});
-    Reports reports;
     store->journal().lead(reports.handlers());
     ASSERT_TRUE(reports.wait_committed(threads * per_thread));
     ASSERT_EQ(reports.commits.size(), 1u);

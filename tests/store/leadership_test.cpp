@@ -15,9 +15,9 @@ TEST(Leadership, AStandbyTakesOverAtOnceWhenTheLeaderReleases) {
     ScratchDir dir;
     // A long lease: only the release can let the standby in within the test.
     const SqliteStoreConfig config{Durability::Full, 60s, 24h};
+    Reports a, b;  // outlive the stores, whose destruction reports to them
     auto first = SqliteStore::open(dir.file("s.db"), config);
     auto second = SqliteStore::open(dir.file("s.db"), config);
-    Reports a, b;
     first->journal().lead(a.handlers());
     ASSERT_TRUE(a.wait_leading());
     EXPECT_EQ(a.recovered->epoch, 1u);
@@ -38,9 +38,9 @@ TEST(Leadership, AStandbyTakesOverAtOnceWhenTheLeaderReleases) {
 TEST(Leadership, TheLeaderRenewsItsLeaseWhileIdle) {
     ScratchDir dir;
     const SqliteStoreConfig config{Durability::Full, 300ms, 24h};
+    Reports a, b;  // outlive the stores, whose destruction reports to them
     auto first = SqliteStore::open(dir.file("s.db"), config);
     auto second = SqliteStore::open(dir.file("s.db"), config);
-    Reports a, b;
     first->journal().lead(a.handlers());
     ASSERT_TRUE(a.wait_leading());
     second->journal().lead(b.handlers());
@@ -56,9 +56,9 @@ TEST(Leadership, TheLeaderRenewsItsLeaseWhileIdle) {
 TEST(Leadership, AFencedLeaderNeverWritesAgain) {
     ScratchDir dir;
     const SqliteStoreConfig config{Durability::Full, 60s, 24h};
+    Reports a, b;  // outlive the stores, whose destruction reports to them
     auto first = SqliteStore::open(dir.file("s.db"), config);
     auto second = SqliteStore::open(dir.file("s.db"), config);
-    Reports a, b;
     first->journal().lead(a.handlers());
     ASSERT_TRUE(a.wait_leading());
     ASSERT_TRUE(a.wait_committed(first->journal().enqueue(insert_batch(1))));
@@ -83,9 +83,9 @@ TEST(Leadership, AFencedLeaderNeverWritesAgain) {
 TEST(Leadership, ReleasingWhileWaitingStopsTheWait) {
     ScratchDir dir;
     const SqliteStoreConfig config{Durability::Full, 60s, 24h};
+    Reports a, b;  // outlive the stores, whose destruction reports to them
     auto first = SqliteStore::open(dir.file("s.db"), config);
     auto second = SqliteStore::open(dir.file("s.db"), config);
-    Reports a, b;
     first->journal().lead(a.handlers());
     ASSERT_TRUE(a.wait_leading());
     second->journal().lead(b.handlers());
@@ -98,8 +98,8 @@ TEST(Leadership, ReleasingWhileWaitingStopsTheWait) {
 
 TEST(Leadership, LeadingTwiceIsALogicError) {
     ScratchDir dir;
-    auto store = SqliteStore::open(dir.file("s.db"));
     Reports a;
+    auto store = SqliteStore::open(dir.file("s.db"));
     store->journal().lead(a.handlers());
     EXPECT_THROW(store->journal().lead(a.handlers()), std::logic_error);
 }
@@ -107,8 +107,8 @@ TEST(Leadership, LeadingTwiceIsALogicError) {
 TEST(Leadership, EpochsGrowAcrossLeaders) {
     ScratchDir dir;
     for (std::uint64_t expected = 1; expected <= 3; ++expected) {
-        auto store = SqliteStore::open(dir.file("s.db"));
         Reports reports;
+        auto store = SqliteStore::open(dir.file("s.db"));
         store->journal().lead(reports.handlers());
         ASSERT_TRUE(reports.wait_leading());
         EXPECT_EQ(reports.recovered->epoch, expected);

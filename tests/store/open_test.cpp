@@ -34,8 +34,8 @@ unsigned mode_of(const std::filesystem::path& file) {
 TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
     ScratchDir dir;
     const auto file = dir.file("s.db");
-    auto store = SqliteStore::open(file);
     Reports reports;
+    auto store = SqliteStore::open(file);
     store->journal().lead(reports.handlers());
     ASSERT_TRUE(reports.wait_leading());
     ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
@@ -51,8 +51,8 @@ TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
 TEST(SqliteOpen, ReopensAnExistingStore) {
     ScratchDir dir;
     {
-        auto store = SqliteStore::open(dir.file("s.db"));
         Reports reports;
+        auto store = SqliteStore::open(dir.file("s.db"));
         store->journal().lead(reports.handlers());
         ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
     }
@@ -125,8 +125,8 @@ TEST(SqliteOpen, ConfigurationIsValidated) {
 
 TEST(SqliteOpen, NormalDurabilityOpensAndCommits) {
     ScratchDir dir;
-    auto store = SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Normal, 10s, 24h});
     Reports reports;
+    auto store = SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Normal, 10s, 24h});
     store->journal().lead(reports.handlers());
     ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
     EXPECT_TRUE(store->get_task(TaskId{1}));

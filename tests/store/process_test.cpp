@@ -126,7 +126,10 @@ TEST(Standby, AFrozenLeaderIsFencedAndWritesNothingAfterTheTakeover) {
     LeaderProcess a(dir, "A", 300ms, {"pace=20"});
     ASSERT_TRUE(a.until("L "));
     for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.until("C "));
-    LeaderProcess b(dir, "B", 300ms);
+    // The new leader is paced too: one committing without pause can keep
+    // the woken leader from the write lock (SQLite's busy wait polls) past
+    // its lease, and it then stops as failed instead of fenced.
+    LeaderProcess b(dir, "B", 300ms, {"pace=20"});
     ASSERT_TRUE(b.until("W"));
     std::optional<std::string> led;
     for (int tries = 0; tries < 20 && !led; ++tries) {

@@ -196,8 +196,10 @@ public:
     /// lease every `leader_lease / 3`, commits queued batches and reports
     /// each attempt to `on_commit`. Every write transaction checks the
     /// epoch first: when another process took over, the store reports
-    /// `on_lost(Fenced)` and never writes again. Throws `std::logic_error`
-    /// on a second call.
+    /// `on_lost(Fenced)` and never writes again. The handlers must stay
+    /// callable until `on_lost` has run: destroying the store releases
+    /// leadership and reports it. Throws `std::logic_error` on a second
+    /// call.
     virtual void lead(LeadHandlers handlers) = 0;
 
     /// Queues a batch for the next commit and returns its sequence, at once,
