@@ -184,7 +184,8 @@ struct Figures {
 /// The commit pipeline and leadership of one store. Every handler runs on
 /// the store's own thread (never a caller's), one at a time and in order;
 /// a handler may call `enqueue`, `release` and `figures` but must not
-/// block on the store. All members are thread-safe.
+/// block on the store, and must not throw (the thread would end the
+/// process). All members are thread-safe.
 class Journal {
 public:
     virtual ~Journal() = default;
