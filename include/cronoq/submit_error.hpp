@@ -20,6 +20,9 @@ enum class SubmitError {
     Overloaded,
     ShuttingDown,
     Invalid,
+    /// With a store: the scheduler stopped leading (fenced, its commits kept
+    /// failing, or it shut down) before the submission was committed.
+    StoreFailed,
 };
 
 std::string_view to_string(SubmitError e);

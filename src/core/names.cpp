@@ -50,6 +50,7 @@ std::string_view to_string(SubmitError e) {
         case SubmitError::Overloaded: return "overloaded";
         case SubmitError::ShuttingDown: return "shutting_down";
         case SubmitError::Invalid: return "invalid";
+        case SubmitError::StoreFailed: return "store_failed";
     }
     return "unknown";
 }
