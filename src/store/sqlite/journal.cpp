@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t latency_window = 1024;
 /// A transaction stops taking batches beyond this many changes, so one
 /// commit's latency (and a failed one's retry) stays bounded.
-constexpr std::size_t max_group_changes = 65536;
+constexpr std::size_t max_group_changes = 16384;
 constexpr std::size_t prune_chunk = 1000;
 
 std::string make_holder() {
