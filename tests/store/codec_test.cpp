@@ -27,7 +27,26 @@ inline void from_json(const nlohmann::json& j, Tagged& t) { j.get_to(t.value); }
 struct Opaque {
     int value = 0;
 };
+
+/// Converts to JSON only: no way back, so no codec.
+struct WriteOnly {
+    int value = 0;
+};
+inline void to_json(nlohmann::json& j, const WriteOnly& w) { j = w.value; }
+
+/// Not default-constructible: nlohmann_json reads it through an
+/// adl_serializer that returns the value.
+struct Amount {
+    explicit Amount(long c) : cents(c) {}
+    long cents;
+};
 }  // namespace app
+
+template <>
+struct nlohmann::adl_serializer<app::Amount> {
+    static app::Amount from_json(const json& j) { return app::Amount(j.get<long>()); }
+    static void to_json(json& j, const app::Amount& a) { j = a.cents; }
+};
 
 template <>
 struct cronoq::codec<app::Tagged> {
@@ -42,6 +61,8 @@ static_assert(cronoq::has_codec<std::map<std::string, int>>);
 static_assert(cronoq::has_codec<app::Order>);
 static_assert(cronoq::has_codec<app::Tagged>);
 static_assert(!cronoq::has_codec<app::Opaque>);
+static_assert(!cronoq::has_codec<app::WriteOnly>);
+static_assert(cronoq::has_codec<app::Amount>);
 static_assert(cronoq::require_codec<app::Order>::value);
 
 TEST(Codec, StringBytesPassAsTheyAre) {
@@ -57,6 +78,11 @@ TEST(Codec, JsonTypesRoundTripAsJsonText) {
     EXPECT_EQ(cronoq::codec<app::Order>::decode(text), order);
     EXPECT_EQ(cronoq::codec<std::vector<int>>::decode(cronoq::codec<std::vector<int>>::encode({1, 2})),
               (std::vector<int>{1, 2}));
+}
+
+TEST(Codec, AnAdlSerializerServesTypesWithoutADefaultConstructor) {
+    EXPECT_EQ(cronoq::codec<app::Amount>::encode(app::Amount(250)), "250");
+    EXPECT_EQ(cronoq::codec<app::Amount>::decode("99").cents, 99);
 }
 
 TEST(Codec, UserSpecializationWinsOverJson) {
