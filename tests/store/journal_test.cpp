@@ -330,3 +330,26 @@ TEST(Journal, ACommitThatKeepsFailingIsReportedThenLeadershipIsGivenUp) {
 
 }  // namespace
 }  // namespace cronoq::test
+
+namespace cronoq::test {
+namespace {
+
+TEST(Journal, HugeDurationsMeanForeverInsteadOfWrapping) {
+    ScratchDir dir;
+    constexpr auto forever = std::chrono::nanoseconds::max();
+    {
+        Leader leader(dir, SqliteStoreConfig{Durability::Full, forever, forever}, forever);
+        store::TaskRow old_row = task_row(1);
+        old_row.status = TaskStatus::Succeeded;
+        old_row.updated_at = std::chrono::system_clock::now() - 24h * 365 * 20;
+        leader.commit(Batch{{store::TaskInserted{old_row}}});
+        EXPECT_EQ(leader.store->prune(forever), 0u);
+        EXPECT_EQ(RawDb(dir.file("s.db")).query_int("SELECT expires_at FROM leader"),
+                  std::numeric_limits<std::int64_t>::max());
+    }
+    const store::Recovered r = recover(dir, forever);
+    ASSERT_EQ(r.tasks.size(), 1u) << "a terminal row of any age is within an endless retention";
+}
+
+}  // namespace
+}  // namespace cronoq::test

@@ -120,7 +120,7 @@ void SqliteStore::Impl::run() {
     try {
         {
             ReadTransaction read(*writer);
-            recovered = load(*writer, system_clock::now() - handlers_.retention);
+            recovered = load(*writer, age_cutoff(system_clock::now(), handlers_.retention));
         }
         // The load may have taken a while: renew before the scheduler starts.
         WriteTransaction transaction(*writer);
@@ -192,7 +192,8 @@ void SqliteStore::Impl::record_commit(nanoseconds latency, std::size_t changes) 
 
 void SqliteStore::Impl::lead_loop(std::uint64_t epoch) {
     const nanoseconds lease = config.leader_lease;
-    const nanoseconds renew_every = lease / 3;
+    // Bounded so that steady-clock deadlines cannot overflow with a huge lease.
+    const nanoseconds renew_every = std::min<nanoseconds>(lease / 3, std::chrono::hours(1));
     // Pruned in chunks at this pace, so a large backlog goes over time.
     const nanoseconds prune_every = std::clamp<nanoseconds>(config.keep_finished / 10, std::chrono::seconds(1),
                                                              std::chrono::minutes(1));
@@ -230,7 +231,7 @@ void SqliteStore::Impl::lead_loop(std::uint64_t epoch) {
                 for (const Queued& queued : group)
                     for (const Change& change : queued.batch.changes) changer->apply(change);
             }
-            if (pruning) pruned = prune_tasks(*writer, system_clock::now() - config.keep_finished, prune_chunk);
+            if (pruning) pruned = prune_tasks(*writer, age_cutoff(system_clock::now(), config.keep_finished), prune_chunk);
             if (releasing) give_up(*writer);
             transaction.commit();
         } catch (const StoreError& error) {

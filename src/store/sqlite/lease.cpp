@@ -1,11 +1,16 @@
 #include "lease.hpp"
 
+#include <limits>
+
 namespace cronoq::store::sqlite {
 
 namespace {
 
 std::int64_t expiry(WallTime now, std::chrono::nanoseconds lease) {
-    return to_stored(now) + lease.count();
+    const std::int64_t stored = to_stored(now);
+    // Saturated: a lease of nanoseconds::max() means "until released".
+    return lease.count() > std::numeric_limits<std::int64_t>::max() - stored ? std::numeric_limits<std::int64_t>::max()
+                                                                             : stored + lease.count();
 }
 
 }  // namespace

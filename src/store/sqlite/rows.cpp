@@ -14,6 +14,12 @@ WallTime from_stored(std::int64_t nanoseconds) {
     return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(nanoseconds)));
 }
 
+WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age) {
+    const std::int64_t stored = to_stored(now);
+    if (age.count() >= stored) return WallTime{};
+    return from_stored(stored - age.count());
+}
+
 namespace {
 
 /// "('succeeded', 'failed', ...)": the terminal statuses as an SQL list.

@@ -18,6 +18,9 @@ namespace cronoq::store::sqlite {
 
 std::int64_t to_stored(WallTime time);
 WallTime from_stored(std::int64_t nanoseconds);
+/// `now - age`, no earlier than the Unix epoch: an age of `hours::max()`
+/// ("keep everything") must not wrap into the future.
+WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age);
 
 /// The write statements, prepared once per connection.
 class ChangeWriter {

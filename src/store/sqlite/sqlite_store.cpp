@@ -51,7 +51,7 @@ std::vector<StoredTask> SqliteStore::list(TaskStatus status, std::size_t limit) 
 
 std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) {
     std::lock_guard lock(impl_->inspection_mutex);
-    const auto cutoff = std::chrono::system_clock::now() - older_than;
+    const auto cutoff = age_cutoff(std::chrono::system_clock::now(), older_than);
     // Chunks of their own transactions: a leader's commits wait at most one.
     constexpr std::size_t chunk = 1000;
     std::size_t total = 0;

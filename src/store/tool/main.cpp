@@ -137,7 +137,7 @@ int prune(sqlite::Connection& db, const Options& options) {
     const auto older_than = tool::parse_duration(*text);
     if (!older_than) throw UsageError{"--older-than needs a duration such as 7d, 12h, 30m or 45s, not \"" + *text + "\""};
     expect_arguments(args, 3);
-    const auto cutoff = std::chrono::system_clock::now() - *older_than;
+    const auto cutoff = sqlite::age_cutoff(std::chrono::system_clock::now(), *older_than);
     std::size_t total = 0;
     for (;;) {  // chunks, each its own short transaction
         const std::size_t removed = sqlite::prune_tasks(db, cutoff, 1000);
