@@ -57,8 +57,9 @@ struct RunTimeMean {
 // queue head it compares. What only some tasks have lives out of line:
 // a running attempt's state in State::attempts (`run`), the rare spec
 // fields in State::extras (`extras`), a fixed start in State::starts and
-// resource needs in State::needs (both by task id).
-struct TaskSlot {
+// resource needs in State::needs (both by task id). Aligned, so that a
+// slot is one line and not the end of one and the start of the next.
+struct alignas(64) TaskSlot {
     TaskId id;                 // 0 while the slot is free
     std::uint64_t user = 0;    // TaskSpec::user
     Time ready_since{};        // aging origin
@@ -79,7 +80,7 @@ struct TaskSlot {
     bool has_needs : 1 = false;        // its resource needs are in State::needs until it ends
     bool holds_resources : 1 = false;  // the running attempt holds them
 };
-static_assert(sizeof(TaskSlot) <= 64, "a task slot is one cache line");
+static_assert(sizeof(TaskSlot) == 64, "a task slot is one cache line");
 
 // The spec fields most tasks leave unset, kept out of line for the tasks
 // that set one: a soft deadline, a duration hint, their own timeout or
