@@ -15,6 +15,7 @@ namespace cronoq::core {
 // past: O(classes) per decision.
 void Engine::State::dispatch(PoolState& p, Time now) {
     p.dirty = false;
+    if (handing_over) return;  // what is queued stays for the next leader
     const auto live = [this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; };
     bool passed_over = false;  // a better task was parked on a resource
     while (p.counters.running < p.capacity) {
@@ -65,9 +66,11 @@ void Engine::State::forget_retained(Time now) {
 }
 
 void Engine::State::settle(Time now) {
-    if (!graph.resolved.empty()) resolve_dependents(now);
+    // Handing over, waiting tasks keep their status: the next leader
+    // evaluates their dependencies again when it restores them.
+    if (!graph.resolved.empty() && !handing_over) resolve_dependents(now);
     for (std::size_t i = 0; i < pools.size(); ++i)
-        if (pools[i].autoscale_config) autoscale(static_cast<PoolId>(i), now);
+        if (pools[i].autoscale_config && !handing_over) autoscale(static_cast<PoolId>(i), now);
     for (PoolState& p : pools)
         if (p.dirty) dispatch(p, now);
     if (parked_tasks) revisit_parked(now);
@@ -99,6 +102,8 @@ Engine::Engine(EngineConfig config) {
     if (config.metrics_window.count() <= 0) throw ConfigError("metrics_window must be positive");
     if (auto problem = detail::check_bounds(config.global_bounds, "global_bounds")) throw ConfigError(*problem);
     if (auto problem = detail::check_resources(config.resources)) throw ConfigError("resources: " + *problem);
+    raise_counter(next_task_id, config.first_task_id);
+    raise_counter(next_lease_id, config.first_lease_id);
     s_ = std::make_unique<State>(std::move(config));
     for (const Resource& r : s_->config.resources) s_->registry.add(r, Time{});  // buckets start full
     s_->parked.resize(s_->registry.size());
@@ -243,7 +248,8 @@ bool Engine::cancel(TaskId task, Time now) {
     }
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
-    if (t.status == TaskStatus::Running)
+    // A Running task without an attempt had it aborted at a hand-over.
+    if (t.status == TaskStatus::Running && t.run != no_slot)
         s.abandon_attempt(slot, AbortReason::Cancelled, now);
     else
         s.finish(slot, TaskStatus::Cancelled, "cancelled", now);
@@ -271,9 +277,10 @@ void Engine::shutdown(Time now, Time grace_end) {
     State& s = *s_;
     s.run_due_timers(now);
     s.shutting_down = true;
+    s.handing_over = false;  // after a hand-over: what is left ends here after all
     for (std::uint32_t slot = 0; slot < s.slots.size(); ++slot) {
         const TaskSlot& t = s.slots[slot];
-        if (t.id && !is_terminal(t.status) && t.status != TaskStatus::Running)
+        if (t.id && !is_terminal(t.status) && (t.status != TaskStatus::Running || t.run == no_slot))
             s.finish(slot, TaskStatus::Cancelled, "shutdown", now);
     }
     if (grace_end < s.grace_end) {
@@ -287,6 +294,24 @@ void Engine::shutdown(Time now, Time grace_end) {
 }
 
 bool Engine::is_shutting_down() const { return s_->shutting_down; }
+
+void Engine::hand_over(Time now, Time grace_end) {
+    State& s = *s_;
+    if (s.shutting_down && !s.handing_over) return shutdown(now, grace_end);  // nothing is left to hand over
+    s.run_due_timers(now);
+    s.shutting_down = true;
+    s.handing_over = true;
+    if (grace_end < s.grace_end) {
+        s.grace_end = grace_end;
+        if (grace_end <= now)
+            s.abort_all_running(now);
+        else
+            s.push_timer(grace_end, no_slot, 0, TimerKind::ShutdownGrace);
+    }
+    s.settle(now);
+}
+
+bool Engine::is_handed_over() const { return s_->handing_over && !s_->any_running(); }
 
 std::optional<std::string> Engine::set_rate(std::string_view bucket, double rate_per_s, Time now) {
     State& s = *s_;
@@ -376,5 +401,9 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
 std::size_t Engine::live_tasks() const { return s_->live; }
 std::size_t Engine::retained_tasks() const { return s_->retained.size(); }
 std::uint64_t Engine::late_reports() const { return s_->late; }
+
+NextIds Engine::next_ids() const {
+    return {next_task_id.load(std::memory_order_relaxed), next_lease_id.load(std::memory_order_relaxed)};
+}
 
 }  // namespace cronoq::core

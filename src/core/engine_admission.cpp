@@ -54,7 +54,7 @@ struct Engine::State::Admission {
     std::string where(std::size_t i) const { return size() > 1 ? "task " + std::to_string(i) + ": " : std::string{}; }
 };
 
-std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::string& why) const {
+std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::string& why, bool with_resources) const {
     if (spec.pool >= pools.size()) {
         why = "no pool with id " + std::to_string(spec.pool);
         return SubmitError::UnknownPool;
@@ -75,7 +75,7 @@ std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::
         if (d.ref.key && d.ref.key->empty()) return invalid("a dependency key must not be empty");
         if (d.kind > Dep::Kind::OnComplete) return invalid("unknown dependency kind");
     }
-    if (!spec.resources.empty()) {
+    if (with_resources && !spec.resources.empty()) {
         auto resolved = registry.resolve(requests_of(spec));
         if (!resolved) {
             why = resolved.message();
@@ -344,10 +344,10 @@ void Engine::State::block(const Admission& batch, std::size_t i, std::uint32_t s
 
 // Takes `slot` for a new task: fields, id, key, start. It counts as Blocked
 // (without an event) until the caller blocks it for real or moves it on.
-TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot) {
+TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id) {
     PoolState& p = pools[spec.pool];
     TaskSlot& t = slots[slot];
-    t.id = TaskId{next_task_id.fetch_add(1, std::memory_order_relaxed)};
+    t.id = id ? id : TaskId{next_task_id.fetch_add(1, std::memory_order_relaxed)};
     t.pool = spec.pool;
     t.kind = spec.kind;
     t.user = spec.user;

@@ -53,6 +53,8 @@ struct Engine::State {
     std::size_t live = 0;
     std::uint64_t late = 0;
     bool shutting_down = false;
+    // hand_over: nothing is dispatched and only running attempts move on.
+    bool handing_over = false;
     Time grace_end = never;
 
     explicit State(EngineConfig c) : config(std::move(c)), rng(config.seed) {}
@@ -143,8 +145,8 @@ struct Engine::State {
     }
 
     // ---- actions ----------------------------------------------------------
-    void emit_status(const TaskSlot& t, Time now) {
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}, t.user});
+    void emit_status(const TaskSlot& t, Time now, std::optional<Time> until = std::nullopt) {
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}, until, t.user});
     }
 
     // ---- timing helpers ---------------------------------------------------
@@ -153,9 +155,11 @@ struct Engine::State {
         std::push_heap(timers.begin(), timers.end());
     }
 
-    // The shutdown grace matters only while some attempt still runs.
+    // The shutdown grace matters only while some attempt still runs. Once
+    // handing over, only running attempts and the grace have timers.
     bool timer_live(const Timer& tm) const {
         if (tm.kind == TimerKind::ShutdownGrace) return any_running();
+        if (handing_over && tm.kind != TimerKind::Attempt) return false;
         if (tm.kind == TimerKind::Refill) return refill_at[tm.slot] == tm.at;
         if (tm.kind == TimerKind::Autoscale) return pools[tm.slot].autoscale_armed == tm.at;
         if (tm.kind == TimerKind::Horizon) return true;  // fires once
@@ -275,7 +279,9 @@ struct Engine::State {
         by_lease.insert(a.lease.value, s);
         const Time check = std::min(a.deadline, a.lease_expiry);
         if (check != never) push_timer(check, s, t.gen, TimerKind::Attempt);
-        actions.emplace_back(Dispatch{t.id, a.lease, t.pool, t.attempt, t.user});
+        actions.emplace_back(Dispatch{t.id, a.lease, t.pool, t.attempt, t.user,
+                                      timeout.count() > 0 ? std::optional(timeout) : std::nullopt,
+                                      t.has_deadline ? std::optional(extras[t.extras].deadline) : std::nullopt});
         emit_status(t, now);
     }
 
@@ -321,7 +327,7 @@ struct Engine::State {
         }
         --live;
         kinds.task_ended(t.kind);
-        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message), t.user});
+        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message), std::nullopt, t.user});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
         retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
@@ -336,7 +342,7 @@ struct Engine::State {
 
     void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
         TaskSlot& t = slots[s];
-        if (shutting_down) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
+        if (shutting_down && !handing_over) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
         const RetryPolicy& retry = retry_of(t);
         if (t.attempt >= retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
         PoolState& p = pools[t.pool];
@@ -345,10 +351,11 @@ struct Engine::State {
         ++p.counters.retrying;
         t.status = TaskStatus::Retrying;
         ++t.gen;
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::move(message), t.user});
         const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng);
-        if (delay.count() <= 0) return make_ready(s, now);
-        const Time at = later(now, delay);
+        const Time at = delay.count() > 0 ? later(now, delay) : now;
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::move(message), at, t.user});
+        // Handing over, it stays Retrying for the next leader even without a delay.
+        if (delay.count() <= 0 && !handing_over) return make_ready(s, now);
         if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);
     }
 
@@ -409,9 +416,21 @@ struct Engine::State {
         }
     }
 
+    // At the end of a shutdown grace. Handing over, the tasks stay Running
+    // (as the store has them) with no attempt: the next leader recovers
+    // them as after a crash.
     void abort_all_running(Time now) {
-        for (std::uint32_t s = 0; s < slots.size(); ++s)
-            if (slots[s].id && slots[s].status == TaskStatus::Running) abandon_attempt(s, AbortReason::Shutdown, now);
+        for (std::uint32_t s = 0; s < slots.size(); ++s) {
+            TaskSlot& t = slots[s];
+            if (!t.id || t.status != TaskStatus::Running || t.run == no_slot) continue;
+            if (!handing_over) {
+                abandon_attempt(s, AbortReason::Shutdown, now);
+                continue;
+            }
+            const AttemptState ended = end_lease(t, now);
+            ++t.gen;  // its attempt's timer is stale
+            actions.emplace_back(Abort{t.id, ended.lease, t.pool, AbortReason::Shutdown, t.user});
+        }
     }
 
     // ---- reports for a lease ---------------------------------------------------
@@ -478,7 +497,8 @@ struct Engine::State {
     /// validate, resolve keys and dependencies, order the batch, check
     /// cycles, reservations and bounds, then place each task.
     SubmitResult<std::vector<TaskId>> admit(std::span<const TaskSpec> specs, Time now);
-    std::optional<SubmitError> check_spec(const TaskSpec& spec, std::string& why) const;
+    /// `with_resources`: also whether the registry can serve its resources.
+    std::optional<SubmitError> check_spec(const TaskSpec& spec, std::string& why, bool with_resources = true) const;
     struct Target;
     struct Admission;
     struct Rejection {
@@ -498,7 +518,18 @@ struct Engine::State {
     Duration expected_duration(const TaskSpec& spec) const {
         return pools[spec.pool].expected_duration(spec.kind, spec.duration_hint.value_or(Duration{}));
     }
-    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot);
+    /// `id`: a restored task's own; empty takes the next id.
+    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id = {});
+
+    // ---- durable state (engine_durable.cpp) -------------------------------------
+    std::vector<SubmitResult<TaskId>> restore(std::span<const RestoredTask> tasks, Time now);
+    std::optional<Rejection> check_restored(const RestoredTask& task, std::string& resource_problem) const;
+    void place_restored(const RestoredTask& task, std::uint32_t slot, Time now);
+    void restore_edges(const RestoredTask& task, std::uint32_t slot, Time now);
+    /// A terminal task that comes back retained, as if it ended at `now`.
+    void retain_restored(const RestoredTask& task, const std::string* key, Time now);
+    /// The retained entry of a terminal task still known, else null.
+    RetainedTask* retained_entry(TaskId id);
 
     // ---- waiting before ready: dependencies, fixed starts (engine_waiting.cpp)
     /// Every edge of a Blocked or new task is met: Scheduled or Ready.

@@ -30,6 +30,14 @@ inline constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max
 inline std::atomic<std::uint64_t> next_task_id{1};
 inline std::atomic<std::uint64_t> next_lease_id{1};
 
+// Makes `counter` hand out ids at or above `at_least` from now on (never
+// lowers it: ids already issued stay unique).
+inline void raise_counter(std::atomic<std::uint64_t>& counter, std::uint64_t at_least) {
+    std::uint64_t current = counter.load(std::memory_order_relaxed);
+    while (current < at_least && !counter.compare_exchange_weak(current, at_least, std::memory_order_relaxed)) {
+    }
+}
+
 
 // `now + d` for d >= 0, saturating: a time past the end of the axis is
 // `never` (e.g. a timeout of Duration::max() means no timeout) instead of a

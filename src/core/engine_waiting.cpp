@@ -28,7 +28,7 @@ void Engine::State::release(std::uint32_t s, Time now) {
     ++pools[t.pool].counters.scheduled;
     pools[t.pool].held_starts.insert(start.start);
     push_timer(start.start, s, t.gen, TimerKind::Start);
-    emit_status(t, now);
+    emit_status(t, now, start.start);
 }
 
 void Engine::State::start_due(std::uint32_t s, Time now) {

@@ -87,6 +87,20 @@ public:
         engine.shutdown(now, grace_end);
         collect();
     }
+    void hand_over(Time now, Time grace_end) {
+        engine.hand_over(now, grace_end);
+        collect();
+    }
+    std::vector<SubmitResult<TaskId>> restore(const std::vector<RestoredTask>& tasks, Time now) {
+        auto r = engine.restore(tasks, now);
+        collect();
+        return r;
+    }
+    SubmitResult<TaskId> resubmit(TaskId old, const TaskSpec& spec, Time now) {
+        auto r = engine.resubmit(old, spec, now);
+        collect();
+        return r;
+    }
 
     // ---- what the latest call did ------------------------------------------
     template <class A>

@@ -6,6 +6,7 @@
 #include <cronoq/task_status.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -19,6 +20,11 @@ struct Dispatch {
     PoolId pool;
     std::uint32_t attempt;
     std::uint64_t user;  ///< TaskSpec::user
+    /// The attempt's timeout, as the engine enforces it: the task's own,
+    /// else its pool's default; empty for none.
+    std::optional<Duration> timeout;
+    /// The task's soft deadline (TaskSpec::deadline), if any.
+    std::optional<Time> deadline;
 };
 
 enum class AbortReason : std::uint8_t { Cancelled, Timeout, LeaseExpired, Shutdown };
@@ -42,6 +48,9 @@ struct Status {
     std::uint32_t attempt;  ///< attempts started so far
     Time at;
     std::string message;
+    /// `Retrying`: when its backoff ends; `Scheduled`: its fixed start;
+    /// empty otherwise. What a store keeps to bring the task back (SPEC §14).
+    std::optional<Time> until;
     std::uint64_t user;  ///< TaskSpec::user
 };
 

@@ -84,6 +84,12 @@ struct PoolStats {
     std::optional<double> fixed_start_hit_rate;
 };
 
+/// The ids the engine's counters would hand out next (`Engine::next_ids`).
+struct NextIds {
+    std::uint64_t task;
+    std::uint64_t lease;
+};
+
 class Engine {
 public:
     /// Throws ConfigError naming the field on a bad constant.
@@ -142,6 +148,50 @@ public:
     /// holder's id and admits nothing.
     SubmitResult<std::vector<TaskId>> submit_batch(std::span<const TaskSpec> specs, Time now);
 
+    /// Brings back tasks a durable store kept, after a restart (SPEC §14
+    /// "Recovery"). One result per task, in order: its id, or why it could
+    /// not come back (id 0 or already known, given twice, ShuttingDown,
+    /// and `submit`'s field errors: UnknownPool, Invalid).
+    ///
+    /// Tasks keep their ids (the id counter moves above the largest given),
+    /// keys, priorities, deadlines, attempts and times; dependencies are
+    /// resolved among the restored tasks, in any order, and the tasks
+    /// already known. They are admitted past bounds and reservation limits
+    /// (they were acknowledged). A status the store already holds is not
+    /// announced again; every change is, with the usual actions:
+    ///  - `Ready`, `Scheduled`, `Retrying`, `Blocked` come back as such: a
+    ///    Retrying task waits until `until` (Ready if it passed or is
+    ///    empty); a Scheduled one for its start (`until`, else
+    ///    `spec.start`), whose miss policy applies if it passed, as does a
+    ///    Ready one's that never started; a Blocked one's edges are
+    ///    evaluated again (released, Skipped, or Blocked on what is still
+    ///    live; an edge to an id no longer known, or to a key no task holds
+    ///    under `UnknownDependency::Reject`, is broken: Skipped). Ready
+    ///    tasks are dispatched as usual.
+    ///  - `Running`: that attempt counts as a retryable failure ("lease
+    ///    lost: scheduler restarted") under the task's retry policy.
+    ///  - terminal: retained (for keys, dependencies and lookups) under the
+    ///    retention rules, counted from `now`. Not counted in the pool's
+    ///    counters, which count what this engine saw end.
+    ///  - a live task that needs a resource this engine does not declare
+    ///    ends `Failed` ("unknown resource after restart: <name>"), one that
+    ///    needs more than a resource's capacity too.
+    /// Keys: a key two restored tasks name goes to the one with the larger
+    /// id (a `resubmit` moved it; the other comes back without it); a key
+    /// a task already known holds is an error result for the restored one.
+    std::vector<SubmitResult<TaskId>> restore(std::span<const RestoredTask> tasks, Time now);
+
+    /// Admits `spec` as a new task (new id, fresh attempts) the way
+    /// `submit` would, in place of the ended task `old` (SPEC §14
+    /// `Scheduler::retry`). When `spec.key` is `old`'s key, the key moves
+    /// to the new task in the same call: `old` keeps its terminal status
+    /// and loses its key; its dependents are not revisited. Errors: Invalid
+    /// when `old` is unknown (or forgotten) or did not end Failed,
+    /// DeadLettered or Cancelled; else `submit`'s errors, and then nothing
+    /// changes (the key stays with `old`). Like `submit`, a key held by a
+    /// task other than `old` returns that task's id and admits nothing.
+    SubmitResult<TaskId> resubmit(TaskId old, const TaskSpec& spec, Time now);
+
     /// The live or retained task holding `key`.
     std::optional<TaskId> find_key(std::string_view key) const;
 
@@ -173,7 +223,25 @@ public:
     /// during the grace is not retried: the task ends `Cancelled` with the
     /// error's message. Calling again can only shorten the grace.
     void shutdown(Time now, Time grace_end);
+    /// True after `shutdown` or `hand_over`.
     bool is_shutting_down() const;
+
+    /// Shutdown with a durable store (SPEC §14): the work is handed over to
+    /// the next leader instead of being cancelled. Stops admitting
+    /// (ShuttingDown) and dispatching; tasks that are not running keep
+    /// their status and get no action (no backoff ends, no start is due,
+    /// no dependency is resolved: the next leader's `restore` does that).
+    /// Running attempts may finish until `grace_end`: a success, a
+    /// permanent failure and a cancellation end their task as usual; a
+    /// retryable failure (a timeout, a lost lease) makes it `Retrying` as
+    /// usual, and it stays so. At `grace_end` the attempts still running
+    /// are aborted (`Abort{Shutdown}`) without a status change: their
+    /// tasks stay `Running`, as the store has them, and are recovered as
+    /// after a crash. `cancel` still ends a task `Cancelled`. Calling again
+    /// can only shorten the grace; a later `shutdown` cancels what is left.
+    void hand_over(Time now, Time grace_end);
+    /// True once `hand_over` was called and no attempt runs.
+    bool is_handed_over() const;
 
     /// Changes a token bucket's refill rate from `now` on (tokens accrued
     /// so far stay). Returns why it cannot (unknown name, a semaphore, a
@@ -207,6 +275,14 @@ public:
     std::size_t retained_tasks() const;
     /// Reports (completions, heartbeats) for leases that were not live.
     std::uint64_t late_reports() const;
+
+    /// The next task id and lease id the counters would hand out: every id
+    /// issued so far is below them. A driver with a store commits marks at
+    /// or above these before it acknowledges what used the ids, and starts
+    /// the next leader there (`EngineConfig::first_task_id`). The counters
+    /// are shared by the engines of the process, so with several engines
+    /// these only grow faster.
+    NextIds next_ids() const;
 
 private:
     struct State;

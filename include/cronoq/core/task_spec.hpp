@@ -4,10 +4,12 @@
 #include <cronoq/bounds.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/dep.hpp>
+#include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/resource.hpp>
 #include <cronoq/retry_policy.hpp>
 #include <cronoq/start_policy.hpp>
+#include <cronoq/task_status.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -71,6 +73,14 @@ struct EngineConfig {
     /// learned run times; beyond it the least recently used is forgotten
     /// (see `Engine::intern_kind`). Kinds with live tasks are always kept.
     std::size_t kind_capacity = 4096;
+    /// Ids are handed out from these on (SPEC §14): a leader restarted over
+    /// a store starts above the marks its predecessor committed, so that no
+    /// task id is reissued and no late report matches a new lease. Ids come
+    /// from counters shared by every engine of the process (ids are unique
+    /// in the process), so an engine hands out ids at or above these, not
+    /// necessarily these exactly. 0 means 1 (0 is never an id).
+    std::uint64_t first_task_id = 1;
+    std::uint64_t first_lease_id = 1;
 };
 
 struct TaskSpec {
@@ -101,6 +111,24 @@ struct TaskSpec {
     /// engine and handed back in every action about the task, so that its
     /// owner needs no map from task id to what it keeps.
     std::uint64_t user = 0;
+};
+
+/// A task as a durable store last committed it, for `Engine::restore`
+/// (SPEC §14 "Recovery").
+struct RestoredTask {
+    TaskId id;
+    /// As first submitted. `spec.pool` must name a pool of the restoring
+    /// engine (the caller maps pool names to ids; an id out of range is an
+    /// error result) and `spec.kind` a kind interned there.
+    TaskSpec spec;
+    TaskStatus status;           ///< as last committed
+    std::uint32_t attempts = 0;  ///< attempts started so far
+    /// `Retrying`: when its backoff ends; `Scheduled`: its start (else
+    /// `spec.start` is). Empty otherwise.
+    std::optional<Time> until;
+    /// Carried for the caller: the engine keeps no last error (a Status
+    /// it emits carries its own message).
+    std::string last_error;
 };
 
 /// How an attempt ended, as reported by its executor.
