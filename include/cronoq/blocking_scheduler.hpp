@@ -62,15 +62,33 @@ public:
         /// Throws ConfigError naming the field, also when the threads cannot
         /// be started (a process limit); nothing is left running then.
         BlockingScheduler build() const {
-            if (threads_ == 0 || threads_ > detail::max_threads)
-                throw ConfigError("threads: must be between 1 and " + std::to_string(detail::max_threads) + " (got " +
-                                  std::to_string(threads_) + ")");
+            check_threads();
             auto io = std::make_unique<asio::io_context>();
             auto core = this->build_core(io->get_executor());
             return BlockingScheduler(std::move(io), std::move(core), threads_);
         }
 
+        /// As `Scheduler::Builder::open`, blocking until this process
+        /// leads and has recovered. Throws ConfigError without a store and
+        /// StoreError when the lead ends before it began.
+        template <class P2 = P>
+        BlockingScheduler open() const {
+            check_threads();
+            auto io = std::make_unique<asio::io_context>();
+            auto core = this->template build_durable_core<P2>(io->get_executor());
+            BlockingScheduler scheduler(std::move(io), core, threads_);
+            auto opened = asio::co_spawn(*scheduler.state_->io, core->open(), asio::use_future);
+            opened.get();
+            scheduler.state_->durable = true;
+            return scheduler;
+        }
+
     private:
+        void check_threads() const {
+            if (threads_ == 0 || threads_ > detail::max_threads)
+                throw ConfigError("threads: must be between 1 and " + std::to_string(detail::max_threads) + " (got " +
+                                  std::to_string(threads_) + ")");
+        }
         std::size_t threads_ = 1;
     };
 
@@ -84,11 +102,14 @@ public:
     }
 
     /// Submits; throws SubmitException on an error. Blocks only when the
-    /// pool is full under `OverflowPolicy::Wait`, until there is room (never
-    /// call it then from a thread of the scheduler's io_context).
+    /// pool is full under `OverflowPolicy::Wait`, until there is room, and
+    /// with a store until the task is committed (never call it then from a
+    /// thread of the scheduler's io_context).
     BlockingHandle<O> submit(Task<P> task) {
-        auto r = state_->scheduler.try_submit(task);
-        if (r || r.error() != SubmitError::Full) return BlockingHandle<O>(std::move(r).value());
+        if (!state_->durable) {
+            auto r = state_->scheduler.try_submit(task);
+            if (r || r.error() != SubmitError::Full) return BlockingHandle<O>(std::move(r).value());
+        }
         auto admitted = asio::co_spawn(*state_->io, state_->scheduler.submit(std::move(task)), asio::use_future);
         return BlockingHandle<O>(admitted.get());
     }
@@ -137,6 +158,12 @@ public:
         return BlockingHandle<O>(std::move(*h));
     }
     EventStream subscribe() { return state_->scheduler.subscribe(); }
+    /// As `Scheduler::flush`, blocking. Never call it from a thread of the
+    /// scheduler's io_context.
+    void flush() {
+        auto done = asio::co_spawn(*state_->io, state_->scheduler.flush(), asio::use_future);
+        done.get();
+    }
     const Scheduler<P, O>& scheduler() const { return state_->scheduler; }
 
     /// As `Scheduler::shutdown`, blocking; then stops and joins the threads.
@@ -164,6 +191,7 @@ private:
         asio::executor_work_guard<asio::io_context::executor_type> guard;
         std::mutex shutdown_mu;  // serializes shutdown, from any thread and the destructor
         std::vector<std::thread> threads;
+        bool durable = false;  // opened on a store: a submission waits for its commit
 
         // After the scheduler's shutdown only abandoned attempts can be left
         // on the io_context: stop it rather than wait for them.

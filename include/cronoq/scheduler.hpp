@@ -53,6 +53,23 @@ public:
         /// Validates the whole configuration; throws ConfigError naming the
         /// field. Nothing is started until the first submit.
         Scheduler build(asio::any_io_executor ex) const { return Scheduler(this->build_core(std::move(ex))); }
+
+        /// With a store (`store(...)`): waits until this process leads on
+        /// it (standbys wait here), recovers what the store holds, and
+        /// returns the scheduler (SPEC §14). Throws ConfigError without a
+        /// store, and StoreError when the lead ends before it began (the
+        /// store was released or fenced meanwhile).
+        ///
+        /// Asio cancellation: none; an open that must stop waiting is ended
+        /// by releasing or destroying its store.
+        template <class P2 = P>
+        asio::awaitable<Scheduler> open(asio::any_io_executor ex) const {
+            auto core = this->template build_durable_core<P2>(std::move(ex));
+            Scheduler scheduler(core);  // shuts down, handing over, if opening fails
+            auto opening = core->open();
+            co_await std::move(opening);
+            co_return scheduler;
+        }
     };
 
     static Builder builder() { return Builder{}; }
@@ -186,6 +203,32 @@ public:
     asio::awaitable<void> shutdown(std::chrono::duration<Rep, Period> grace) {
         auto owner = owner_;
         co_await owner->core->shutdown(saturating_ns(grace));
+    }
+
+    /// Completes once every task admitted so far, and every change made so
+    /// far, is committed to the store (at once without a store). Throws
+    /// StoreError if the scheduler stops leading first.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
+    /// coroutine's default filter lets only `terminal` through): the wait
+    /// ends with `operation_aborted`; the commit goes on.
+    asio::awaitable<void> flush() {
+        auto owner = owner_;
+        auto done = owner->core->flush();
+        co_await std::move(done);
+    }
+
+    /// Completes once this scheduler stopped leading on its store: fenced
+    /// by another process, commits failing for `leader_lease`, or its
+    /// shutdown handing over. It then admits nothing, and its waiters have
+    /// failed. Without a store it never completes.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total`: the
+    /// wait ends with `operation_aborted`.
+    asio::awaitable<void> leadership_lost() {
+        auto owner = owner_;
+        auto lost = owner->core->leadership_lost();
+        co_await std::move(lost);
     }
 
     asio::any_io_executor get_executor() const { return owner_->core->get_executor(); }

@@ -57,8 +57,10 @@ struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     std::shared_ptr<TaskRecord> engine_ref;
     /// The attempt holding the live lease, if one runs.
     std::shared_ptr<Attempt> live;
-    /// The output of a success being reported, until its Status takes it.
+    /// The output of a success being reported, until its Status takes it
+    /// (and, with a store, its bytes).
     std::shared_ptr<const void> output;
+    std::string encoded_output;
 };
 
 /// The id of the task whose info this is: the info is part of its record.

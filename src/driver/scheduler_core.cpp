@@ -105,16 +105,24 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
     return record;
 }
 
-std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shared_ptr<TaskRecord> record) {
+std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shared_ptr<TaskRecord> record,
+                                                             const Encoded* encoded) {
     const std::uint64_t user = engine.user(id).value_or(0);
     if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
     record->assign_id(id);
     hold(record);
+    if (encoded) write_admission(id, *record, *encoded);
     return record;
 }
 
-SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(TaskRequest& r) {
+SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(TaskRequest& r, const Encoded* encoded) {
     if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+    std::optional<Encoded> here;  // a recurring occurrence's, made under the mutex
+    if (durable && !encoded) {
+        auto bytes = encode(r);
+        if (!bytes) return {bytes.error(), bytes.message()};
+        encoded = &here.emplace(std::move(bytes).value());
+    }
     const auto now = clock->now();
     // Wall time matters only to map time points: read it only then.
     const auto wall = needs_wall(r) ? clock->system_now() : std::chrono::system_clock::time_point{};
@@ -133,7 +141,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
         r.payload = std::move(record->payload);
         return {id.error(), id.message()};
     }
-    auto handle = admitted(id.value(), std::move(record));
+    auto handle = admitted(id.value(), std::move(record), encoded);
     apply(now);
     return handle;
 }
@@ -190,14 +198,27 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
 }
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
+    std::optional<Encoded> encoded;
+    if (s_->durable) {
+        auto bytes = s_->encode(r);
+        if (!bytes) return {bytes.error(), bytes.message()};
+        encoded.emplace(std::move(bytes).value());
+    }
     State::Step step(*s_);
-    return s_->submit_one(r);
+    return s_->submit_one(r, encoded ? &*encoded : nullptr);
 }
 
 asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest r) {
     auto self = shared_from_this();
     State& s = *s_;
+    std::optional<Encoded> encoded;
+    if (s.durable) {
+        auto bytes = s.encode(r);
+        if (!bytes) throw SubmitException(bytes.error(), bytes.message());
+        encoded.emplace(std::move(bytes).value());
+    }
     std::shared_ptr<WaitList> turn;  // set when it is this submitter's turn
+    std::shared_ptr<HandleState> handle;
     for (;;) {
         {
             State::Step step(s);
@@ -206,14 +227,15 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
             // FIFO: a newcomer queues behind submitters already waiting.
             const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutting_down;
             if (!queue_first) {
-                auto result = s.submit_one(r);
+                auto result = s.submit_one(r, encoded ? &*encoded : nullptr);
                 const bool waits = !result && result.error() == SubmitError::Full && pool &&
                                    pool->def.engine.overflow == OverflowPolicy::Wait;
                 if (!waits) {
                     if (!result) throw SubmitException(result.error(), result.message());
                     // Room may remain for the next waiter; if not, it waits again.
                     if (turn) s.wake_next_submit(*pool);
-                    co_return std::move(result).value();
+                    handle = std::move(result).value();
+                    break;
                 }
             }
             const bool had_turn = turn != nullptr;
@@ -236,18 +258,47 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
         auto wait = turn->async_wait(asio::use_awaitable, std::move(leave));
         co_await std::move(wait);  // throws operation_aborted when cancelled: nothing was admitted
     }
+    // With a store, admission is acknowledged once it is committed (SPEC §14).
+    if (s.durable) {
+        auto committed = flush();
+        try {
+            co_await std::move(committed);
+        } catch (const StoreError& e) {
+            throw SubmitException(SubmitError::StoreFailed, e.what());
+        }
+    }
+    co_return handle;
 }
 
 std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
     std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
     results.reserve(requests.size());
+    // With a store, each request's bytes are made before the engine's mutex.
+    std::vector<std::optional<SubmitResult<Encoded>>> encoded(requests.size());
+    if (s_->durable)
+        for (std::size_t i = 0; i < requests.size(); ++i) encoded[i].emplace(s_->encode(requests[i]));
     State::Step step(*s_);
-    for (TaskRequest& r : requests) results.push_back(s_->submit_one(r));
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        if (encoded[i] && !*encoded[i]) {
+            results.emplace_back(encoded[i]->error(), encoded[i]->message());
+            continue;
+        }
+        results.push_back(s_->submit_one(requests[i], encoded[i] ? &encoded[i]->value() : nullptr));
+    }
     return results;
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
     State& s = *s_;
+    std::vector<Encoded> encoded;
+    if (s.durable) {
+        encoded.reserve(requests.size());
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+            auto bytes = s.encode(requests[i]);
+            if (!bytes) return {bytes.error(), "task " + std::to_string(i) + ": " + bytes.message()};
+            encoded.push_back(std::move(bytes).value());
+        }
+    }
     State::Step step(s);
     if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
     const auto now = s.clock->now();
@@ -267,7 +318,8 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     if (!ids) return {ids.error(), ids.message()};
     std::vector<std::shared_ptr<HandleState>> handles;
     handles.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) handles.push_back(s.admitted(ids.value()[i], std::move(records[i])));
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        handles.push_back(s.admitted(ids.value()[i], std::move(records[i]), s.durable ? &encoded[i] : nullptr));
     s.apply(now);
     return handles;
 }

@@ -21,6 +21,8 @@
 #include <cronoq/detail/unique_function.hpp>
 #include <cronoq/detail/wait_list.hpp>
 #include <cronoq/status_event.hpp>
+#include <cronoq/store/journal.hpp>
+#include <cronoq/store/store.hpp>
 
 #include "attempt_state.hpp"
 #include "blocking_pool.hpp"
@@ -98,7 +100,49 @@ struct Finish {  // a handle's terminal outcome
     std::shared_ptr<const void> output;
 };
 struct Drained {};  // shutdown is complete: wake its waiters
-using Deferred = std::variant<Finish, StatusEvent, UniqueFunction<void()>, Drained>;
+struct Ack {        // a submitter or `flush` waiting for the step's commit
+    std::shared_ptr<WaitList> done;
+};
+using Deferred = std::variant<Finish, StatusEvent, UniqueFunction<void()>, Drained, Ack>;
+
+/// A request's bytes for the store, made before the engine's mutex.
+struct Encoded {
+    std::string payload;
+    std::string options;
+    std::chrono::system_clock::time_point wall;  // the submission's
+};
+
+/// What a scheduler with a store keeps beside its engine (SPEC §14).
+struct Durable {
+    explicit Durable(std::shared_ptr<Store> s) : store(std::move(s)), journal(store->journal()) {}
+
+    std::shared_ptr<Store> store;
+    store::Journal& journal;
+    ErasedCodec codec;
+
+    // Guarded by the engine's mutex.
+    store::Batch batch;    // the current step's changes, enqueued at its end
+    bool writing = false;  // from recovery until the lead is lost or given up
+    bool lead_ended = false;     // on_lost came
+    bool release_due = false;    // shutdown handed everything over: give the lead up
+    bool release_asked = false;
+    store::Sequence enqueued = 0;
+    // Ids below these may be handed out: reserved ahead in the store, in
+    // blocks, so that a new leader never reuses one this process used.
+    core::NextIds reserved{0, 0};
+    static constexpr std::uint64_t id_block = 4096;
+
+    // Guarded by `deliver_mu`.
+    store::Sequence committed = 0;
+    // Handle results and acknowledgements, released when their step's
+    // commit is: the sequence to wait for, then the work.
+    std::multimap<store::Sequence, Deferred> held;
+    std::optional<std::string> lost;  // why the lead ended, once it has
+
+    std::shared_ptr<WaitList> leading = WaitList::create();    // set once open() may return
+    std::shared_ptr<WaitList> lost_waits = WaitList::create();  // set once the lead ended
+    std::optional<StoreError> open_error;                       // guarded by `deliver_mu`
+};
 
 struct SchedulerCore::State {
     State(asio::any_io_executor ex, SchedulerOptions opts);
@@ -134,6 +178,7 @@ struct SchedulerCore::State {
     RunningLink running_attempts;
     bool shutting_down = false;
     bool finished = false;          // shutdown completed: no timer may be armed again
+    bool drained_sent = false;      // its waiters were told
 
     // ---- the inbox of attempt ends ---------------------------------------------
     std::mutex inbox_mu;
@@ -146,6 +191,9 @@ struct SchedulerCore::State {
     std::vector<std::weak_ptr<EventQueue>> subscribers;
     std::atomic<std::size_t> subscriber_count{0};  // read under `mu` to skip building events
     std::shared_ptr<WaitList> drained = WaitList::create();
+
+    // ---- the store (SPEC §14); null without one --------------------------------------
+    std::unique_ptr<Durable> durable;
 
     // ---- the blocking pool, started on first use ----------------------------------
     std::mutex blocking_mu;
@@ -183,7 +231,13 @@ struct SchedulerCore::State {
     void wake_next_submit(PoolRuntime& pool);
     void serve_ends(core::Time now);
     void log(UniqueFunction<void()> line) { deferred.emplace_back(std::move(line)); }
-    void deliver(std::vector<Deferred>& work);
+    /// Delivers a step's work (deliver_mu held); with a store, results and
+    /// acknowledgements wait until `step_seq` is committed.
+    void deliver(std::vector<Deferred>& work, store::Sequence step_seq);
+    void deliver_one(Deferred& d);
+    /// A result or acknowledgement whose commit will never come (the lead
+    /// was lost): its waiter learns so.
+    void fail_uncommitted(Deferred& d);
 
     // ---- submission (mutex held) -----------------------------------------------------
     using Failure = std::pair<SubmitError, std::string>;
@@ -193,11 +247,30 @@ struct SchedulerCore::State {
     std::shared_ptr<TaskRecord> make_record(core::PoolId pool, TaskRequest&& r, std::chrono::system_clock::time_point wall);
     /// The handle of what the engine answered for `record`: the record
     /// itself when admitted, else the record of the task holding the key.
-    std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record);
+    std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record, const Encoded* encoded);
     /// Consumes `r` only when it is admitted, so that a waiting submitter
-    /// can try again with it.
-    SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r);
+    /// can try again with it. With a store, `encoded` is its bytes (made
+    /// here, under the mutex, when null).
+    SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r, const Encoded* encoded = nullptr);
     std::optional<TaskId> resolve(const TaskRef& ref) const;
+
+    // ---- the store (scheduler_store.cpp) ----------------------------------------------
+    /// The bytes of `r` for the store; a codec that throws makes it Invalid.
+    SubmitResult<Encoded> encode(const TaskRequest& r) const;
+    /// Mutex held: the row of a task just admitted, and a status change.
+    void write_admission(TaskId id, const TaskRecord& record, const Encoded& encoded);
+    void write_status(const core::Status& s, TaskRecord& record, core::Time now, std::chrono::system_clock::time_point wall);
+    /// Mutex held, at the end of a step: enqueues its changes; returns the
+    /// sequence its results must wait for (0 without a store).
+    store::Sequence enqueue_step();
+    /// The store's reports, on its thread.
+    void on_leading(store::Recovered recovered);
+    void on_commit(const store::CommitReport& report);
+    void on_lost(const store::LeadershipLost& lost);
+    /// Mutex held: brings back what the store holds (SPEC §14 "Recovery").
+    void recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall);
+    /// Registers `done` to be set once `seq` is committed (or the lead lost).
+    void wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done);
 
     // ---- recurring schedules (mutex held) -------------------------------------------
     void on_recurring_due();

@@ -47,6 +47,10 @@ SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
     clock = options.clock ? options.clock : Clock::steady();
     debug_logging = logger()->should_log(spdlog::level::debug);
+    if (options.store) {
+        durable = std::make_unique<Durable>(options.store);
+        durable->codec = options.codec;
+    }
 }
 
 SchedulerCore::State::~State() {
@@ -83,11 +87,12 @@ SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
 void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
         if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
+        const store::Sequence step_seq = durable ? enqueue_step() : 0;
         // In order: this step's work is delivered before the next step's.
         std::unique_lock delivery(deliver_mu);
         delivering.swap(deferred);  // both buffers keep their capacity
         lock.unlock();
-        deliver(delivering);
+        deliver(delivering, step_seq);
         delivering.clear();
         delivery.unlock();
         std::atomic_thread_fence(std::memory_order_seq_cst);  // see post_end
@@ -121,6 +126,7 @@ void SchedulerCore::State::serve_ends(core::Time now) {
         const bool live = engine.complete(a.lease, to_outcome(end.output), now);
         if (live) {
             a.record->output = std::move(end.output.value);
+            a.record->encoded_output = std::move(end.output.encoded);
             if (a.record->live.get() == &a) a.record->live.reset();
             // Not live: the engine abandoned the attempt, and what it threw
             // on the way out (operation_aborted) is expected, not a panic.
@@ -140,8 +146,23 @@ void SchedulerCore::State::serve_ends(core::Time now) {
     check_drained();
 }
 
-void SchedulerCore::State::deliver(std::vector<Deferred>& work) {
+void SchedulerCore::State::deliver(std::vector<Deferred>& work, store::Sequence step_seq) {
     for (Deferred& d : work) {
+        // With a store, what acknowledges waits for its step's commit.
+        if (step_seq > 0 && (std::holds_alternative<Finish>(d) || std::holds_alternative<Ack>(d)) &&
+            step_seq > durable->committed) {
+            if (durable->lost)
+                fail_uncommitted(d);
+            else
+                durable->held.emplace(step_seq, std::move(d));
+            continue;
+        }
+        deliver_one(d);
+    }
+}
+
+void SchedulerCore::State::deliver_one(Deferred& d) {
+    {
         if (auto* f = std::get_if<Finish>(&d)) {
             f->record->finish(f->status, f->attempt, std::move(f->message), std::move(f->output));
         } else if (auto* e = std::get_if<StatusEvent>(&d)) {
@@ -153,12 +174,14 @@ void SchedulerCore::State::deliver(std::vector<Deferred>& work) {
             subscriber_count.store(subscribers.size(), std::memory_order_relaxed);
         } else if (auto* line = std::get_if<UniqueFunction<void()>>(&d)) {
             (*line)();
-        } else {
+        } else if (std::holds_alternative<Drained>(d)) {
             for (auto& w : subscribers)
                 if (auto q = w.lock()) q->close();
             subscribers.clear();
             subscriber_count.store(0, std::memory_order_relaxed);
             drained->set();
+        } else if (auto* ack = std::get_if<Ack>(&d)) {
+            ack->done->set();
         }
     }
 }
@@ -168,9 +191,9 @@ void SchedulerCore::State::deliver(std::vector<Deferred>& work) {
 void SchedulerCore::State::apply(core::Time now) {
     engine.drain(actions);
     if (actions.empty()) return rearm();
-    // Wall time only stamps events: read that clock only for subscribers.
+    // Wall time stamps events and stored rows: read that clock only for them.
     const bool events = subscriber_count.load(std::memory_order_relaxed) > 0;
-    const auto wall = events ? clock->system_now() : std::chrono::system_clock::time_point{};
+    const auto wall = events || durable ? clock->system_now() : std::chrono::system_clock::time_point{};
     for (core::Action& action : actions) std::visit([&](auto& a) { on(a, now, wall); }, action);
     rearm();
     check_drained();
@@ -239,6 +262,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     TaskRecord* record = from_user(s.user);
     if (!record) return;
     record->set_status(s.status);
+    if (durable) write_status(s, *record, now, wall);
     if (subscriber_count.load(std::memory_order_relaxed) > 0)
         deferred.emplace_back(StatusEvent{s.task, record->key, *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message});
@@ -249,6 +273,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
         });
     auto output = s.status == TaskStatus::Succeeded ? std::move(record->output) : nullptr;
     record->output.reset();
+    record->encoded_output.clear();
     std::shared_ptr<TaskRecord> ref = record->engine_ref;
     // A keyed task's record stays while the engine retains the task, so
     // that a resubmitted key gets a handle to its outcome (until Forget).
@@ -320,6 +345,16 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
             out.error = TaskError::permanent("panic: unknown exception");
         }
     }
+    // With a store, the output crosses it as bytes: encoded here, off the
+    // engine's mutex. An output the codec refuses cannot be kept.
+    const auto& encode = core->s_->durable ? core->s_->durable->codec.encode_output : nullptr;
+    if (encode && out.value && !out.error) {
+        try {
+            out.encoded = encode(out.value.get());
+        } catch (const std::exception& e) {
+            out = AttemptOutput{nullptr, TaskError::permanent(std::string("encode: ") + e.what()), {}};
+        }
+    }
     // From here on the context reports cancelled (SPEC §4).
     a->cancel.cancel();
     core->s_->post_end(AttemptEnd{std::move(a), std::move(out)});
@@ -377,21 +412,39 @@ void SchedulerCore::State::begin_shutdown(std::chrono::nanoseconds grace) {
     for (PoolRuntime& p : pools)
         while (!p.waiting_submits.empty()) wake_next_submit(p);
     const auto now = clock->now();
-    engine.shutdown(now, core::add_saturated(now, std::max(grace, std::chrono::nanoseconds(0))));
+    const auto grace_end = core::add_saturated(now, std::max(grace, std::chrono::nanoseconds(0)));
+    // With a store the work is handed over, not cancelled (SPEC §14): what
+    // has not ended stays in the store for the next leader.
+    if (durable)
+        engine.hand_over(now, grace_end);
+    else
+        engine.shutdown(now, grace_end);
     apply(now);
     check_drained();
 }
 
 void SchedulerCore::State::check_drained() {
-    if (!shutting_down || finished) return;
-    if (engine.live_tasks() != 0) return;
-    if (running_attempts.next != &running_attempts) return arm_abandon();
-    finished = true;
-    armed.reset();
-    timer->disarm();
-    abandon_timer->disarm();
-    recurring_timer->disarm();
-    deferred.emplace_back(Drained{});  // after every handle's Finish
+    if (!shutting_down) return;
+    if (!finished) {
+        if (durable ? !engine.is_handed_over() : engine.live_tasks() != 0) return;
+        if (running_attempts.next != &running_attempts) return arm_abandon();
+        finished = true;
+        armed.reset();
+        timer->disarm();
+        abandon_timer->disarm();
+        recurring_timer->disarm();
+    }
+    if (durable && !durable->lead_ended) {
+        // At the end of this step, after its changes, the store commits what
+        // is queued and gives the lead up; its report (on_lost) completes
+        // the shutdown.
+        durable->release_due = true;
+        return;
+    }
+    if (!drained_sent) {
+        drained_sent = true;
+        deferred.emplace_back(Drained{});  // after every handle's Finish
+    }
 }
 
 // ---- recurring schedules (mutex held) -----------------------------------------------------

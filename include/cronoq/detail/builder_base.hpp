@@ -3,6 +3,7 @@
 // Durations: any std::chrono::duration, saturated into nanoseconds.
 #include <cronoq/bounds.hpp>
 #include <cronoq/clock.hpp>
+#include <cronoq/config_error.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/duration.hpp>
@@ -13,10 +14,43 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+namespace cronoq {
+// <cronoq/codec.hpp>, which every store header includes: a scheduler needs
+// codecs only when it is opened on a store.
+template <class T>
+struct codec;
+template <class T>
+struct require_codec;
+class Store;
+}  // namespace cronoq
+
 namespace cronoq::detail {
+
+/// `codec<P>` and `codec<O>` behind type erasure; fails to compile, naming
+/// the missing codec, when one of them has none.
+template <class P, class O>
+ErasedCodec erase_codec() {
+    static_assert(require_codec<P>::value);
+    ErasedCodec c;
+    c.encode_payload = [](const void* p) { return std::string(codec<P>::encode(*static_cast<const P*>(p))); };
+    c.decode_payload = [](std::string_view bytes) -> std::shared_ptr<const void> {
+        return std::make_shared<const P>(codec<P>::decode(bytes));
+    };
+    if constexpr (!std::is_void_v<O>) {
+        static_assert(require_codec<O>::value);
+        c.encode_output = [](const void* o) { return std::string(codec<O>::encode(*static_cast<const O*>(o))); };
+        c.decode_output = [](std::string_view bytes) -> std::shared_ptr<const void> {
+            return std::make_shared<const O>(codec<O>::decode(bytes));
+        };
+    }
+    return c;
+}
 
 template <class Self, class P, class O>
 class BuilderBase {
@@ -58,10 +92,25 @@ public:
     }
     /// Capacity of each subscriber's event queue (default 4096).
     Self& event_capacity(std::size_t n) { options_.event_capacity = n; return self(); }
+    /// Keeps the scheduler's state in `store` (SPEC §14): acknowledged work
+    /// survives a crash, and processes sharing the store stand by for one
+    /// another. Such a scheduler is made with `open()`, which waits to lead
+    /// and recovers, not with `build()`. `P` and `O` need a `codec`.
+    Self& store(std::shared_ptr<Store> s) { options_.store = std::move(s); return self(); }
 
 protected:
     std::shared_ptr<SchedulerCore> build_core(asio::any_io_executor ex) const {
+        if (options_.store)
+            throw ConfigError("store: a scheduler with a store is made with open(), which waits to lead and recovers; "
+                              "build() cannot");
         return SchedulerCore::create(std::move(ex), options_, pools_);
+    }
+    template <class P2 = P>
+    std::shared_ptr<SchedulerCore> build_durable_core(asio::any_io_executor ex) const {
+        if (!options_.store) throw ConfigError("store: open() needs a store (Builder::store); without one, use build()");
+        SchedulerOptions options = options_;
+        options.codec = erase_codec<P2, O>();
+        return SchedulerCore::create(std::move(ex), std::move(options), pools_);
     }
 
 private:

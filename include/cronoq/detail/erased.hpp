@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -23,6 +24,7 @@ namespace cronoq::detail {
 struct AttemptOutput {
     std::shared_ptr<const void> value;
     std::optional<TaskError> error;
+    std::string encoded;  ///< with a store: `value` through codec<O>
 };
 
 template <class O>

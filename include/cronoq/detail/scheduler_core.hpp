@@ -16,13 +16,16 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace cronoq {
 struct Snapshot;
+class Store;
 }
 
 namespace cronoq::detail {
@@ -33,6 +36,15 @@ class EventQueue;
 /// threads of a BlockingScheduler, the blocking pool).
 inline constexpr std::size_t max_threads = 1024;
 
+/// `codec<P>` and `codec<O>` behind type erasure: how payloads and outputs
+/// cross a store. Empty functions without a store (and for a `void` output).
+struct ErasedCodec {
+    std::function<std::string(const void*)> encode_payload;
+    std::function<std::shared_ptr<const void>(std::string_view)> decode_payload;
+    std::function<std::string(const void*)> encode_output;
+    std::function<std::shared_ptr<const void>(std::string_view)> decode_output;
+};
+
 struct SchedulerOptions {
     core::EngineConfig engine;
     std::shared_ptr<Clock> clock;       ///< null: Clock::steady()
@@ -41,6 +53,9 @@ struct SchedulerOptions {
     /// How long shutdown waits for the coroutine of an aborted attempt
     /// before abandoning it.
     std::chrono::nanoseconds abandon_after = std::chrono::seconds(1);
+    /// Where the state is kept (SPEC §14); null: in memory only.
+    std::shared_ptr<Store> store;
+    ErasedCodec codec;
 };
 
 class SchedulerCore : public std::enable_shared_from_this<SchedulerCore> {
@@ -67,6 +82,16 @@ public:
     void set_rate(std::string_view bucket, double rate_per_s);
     bool cancel(const TaskRef& task);
     std::optional<TaskStatus> status(const TaskRef& task) const;
+    /// With a store: waits until this process leads, recovers what the
+    /// store holds, and starts. Throws StoreError when leadership ended
+    /// before it began.
+    asio::awaitable<void> open();
+    /// Completes once everything admitted so far is committed (at once
+    /// without a store). Throws StoreError if leadership is lost first.
+    asio::awaitable<void> flush();
+    /// Completes once this scheduler stopped leading (fenced, its commits
+    /// kept failing, or shutdown released the lead); never without a store.
+    asio::awaitable<void> leadership_lost();
     /// The state behind a live task, or a retained one whose record the
     /// driver keeps (a keyed task); null otherwise.
     std::shared_ptr<HandleState> find(const TaskRef& task) const;

@@ -1,6 +1,7 @@
 #pragma once
 // Store: where a scheduler keeps its durable state (SPEC §14), the errors a
 // store reports and what it knows of one task.
+#include <cronoq/codec.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>

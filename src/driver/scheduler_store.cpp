@@ -1,0 +1,314 @@
+// A scheduler with a store (SPEC §14): each step's changes go to the store's
+// commit queue, what acknowledges waits for its commit, and the store's
+// reports (leading, commits, the end of the lead) come back here.
+#include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/logging.hpp>
+#include <cronoq/task_failure.hpp>
+
+#include "scheduler_state.hpp"
+#include "task_options.hpp"
+
+#include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+namespace cronoq::detail {
+
+namespace {
+
+std::optional<store::WallTime> wall_of(std::optional<core::Time> t, core::Time now, store::WallTime wall) {
+    if (!t) return std::nullopt;
+    return wall + std::chrono::duration_cast<store::WallTime::duration>(*t - now);
+}
+
+}  // namespace
+
+// ---- writing (mutex held unless said) ---------------------------------------------------
+
+// Off the mutex: the codec is the application's code.
+SubmitResult<Encoded> SchedulerCore::State::encode(const TaskRequest& r) const {
+    Encoded e;
+    e.wall = clock->system_now();
+    try {
+        e.payload = durable->codec.encode_payload(r.payload.get());
+    } catch (const std::exception& ex) {
+        return {SubmitError::Invalid, std::string("payload: the codec cannot encode it: ") + ex.what()};
+    }
+    e.options = encode_options(r, e.wall);
+    return e;
+}
+
+void SchedulerCore::State::write_admission(TaskId id, const TaskRecord& record, const Encoded& encoded) {
+    if (!durable->writing) return;
+    store::TaskRow row;
+    row.id = id;
+    row.key = record.key;
+    row.pool = *record.pool;
+    row.kind = record.kind;
+    row.status = engine.status(id).value_or(TaskStatus::Ready);
+    row.submitted_at = row.updated_at = encoded.wall;
+    row.options = encoded.options;
+    row.payload = encoded.payload;
+    durable->batch.changes.emplace_back(store::TaskInserted{std::move(row)});
+}
+
+void SchedulerCore::State::write_status(const core::Status& s, TaskRecord& record, core::Time now,
+                                        std::chrono::system_clock::time_point wall) {
+    if (!durable->writing) return;
+    store::TaskTransition t;
+    t.id = s.task;
+    t.status = s.status;
+    t.attempt = s.attempt;
+    t.last_error = s.message;
+    t.updated_at = wall + std::chrono::duration_cast<store::WallTime::duration>(s.at - now);
+    t.run_at = wall_of(s.until, now, wall);
+    if (s.status == TaskStatus::Succeeded && record.output) t.output = record.encoded_output;
+    durable->batch.changes.emplace_back(std::move(t));
+}
+
+store::Sequence SchedulerCore::State::enqueue_step() {
+    if (durable->writing && !durable->batch.changes.empty()) {
+        const auto marks = engine.next_ids();
+        // Ids are reserved ahead in blocks, so that a new leader never hands
+        // out one this process may have used.
+        auto& reserved = durable->reserved;
+        if (marks.task >= reserved.task || marks.lease >= reserved.lease) {
+            reserved = {marks.task + Durable::id_block, marks.lease + Durable::id_block};
+            durable->batch.changes.emplace_back(store::HighWaterMarks{reserved.task, reserved.lease});
+        }
+        durable->enqueued = durable->journal.enqueue(std::exchange(durable->batch, {}));
+    }
+    durable->batch.changes.clear();  // nothing is written once the lead is gone
+    if (durable->release_due && !durable->release_asked) {
+        durable->release_asked = true;
+        durable->journal.release();  // after the step's changes: they commit first
+    }
+    return durable->enqueued;
+}
+
+void SchedulerCore::State::wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done) {
+    std::lock_guard lock(deliver_mu);
+    if (seq <= durable->committed || durable->lost)
+        done->set();
+    else
+        durable->held.emplace(seq, Ack{std::move(done)});
+}
+
+void SchedulerCore::State::fail_uncommitted(Deferred& d) {
+    if (auto* f = std::get_if<Finish>(&d)) {
+        // Its end was never committed: the store holds it as it was before.
+        const TaskStatus last = is_terminal(f->status) ? TaskStatus::Running : f->status;
+        f->record->finish(last, f->attempt, "leadership lost before this result was committed: " + *durable->lost,
+                          nullptr);
+    } else if (auto* ack = std::get_if<Ack>(&d)) {
+        ack->done->set();  // the waiter sees that its sequence was not committed
+    }
+}
+
+// ---- the store's reports (its thread) -----------------------------------------------------
+
+void SchedulerCore::State::on_commit(const store::CommitReport& report) {
+    if (report.error) logger()->warn("store: commit failed (retried): {}", report.error->what());
+    std::lock_guard lock(deliver_mu);
+    if (report.committed <= durable->committed) return;
+    durable->committed = report.committed;
+    while (!durable->held.empty() && durable->held.begin()->first <= durable->committed) {
+        auto node = durable->held.extract(durable->held.begin());
+        deliver_one(node.mapped());
+    }
+}
+
+void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
+    {
+        Step step(*this);
+        durable->writing = false;
+        durable->lead_ended = true;
+        durable->batch.changes.clear();
+        if (!shutting_down) {
+            // Fenced or failing: stop at once; what the store holds is for the
+            // next leader. Running attempts are aborted without a change.
+            shutting_down = true;
+            if (recurring_timer) recurring_timer->disarm();
+            for (PoolRuntime& p : pools)
+                while (!p.waiting_submits.empty()) wake_next_submit(p);
+            const auto now = clock->now();
+            engine.hand_over(now, now);
+            apply(now);
+            log([message = lost.message] { logger()->error("store: leadership lost: {}; this scheduler stops", message); });
+        }
+    }
+    std::vector<std::shared_ptr<TaskRecord>> unfinished;
+    {
+        Step step(*this);
+        for (RecordLink* l = held_records.next; l != &held_records; l = l->next) {
+            auto& record = static_cast<TaskRecord&>(*l);
+            if (!is_terminal(record.status())) unfinished.push_back(record.engine_ref);
+        }
+    }
+    std::vector<Deferred> held;
+    {
+        std::lock_guard lock(deliver_mu);
+        durable->lost = lost.message;
+        for (auto& [seq, d] : durable->held) held.push_back(std::move(d));
+        durable->held.clear();
+        for (Deferred& d : held) fail_uncommitted(d);
+        if (!durable->open_error && lost.reason != store::LostReason::Released)
+            durable->open_error.emplace(StoreErrorKind::Fenced, "leadership lost: " + lost.message);
+    }
+    const std::string why = lost.reason == store::LostReason::Released
+                                ? "the scheduler shut down; the task stays in the store for the next leader"
+                                : "leadership lost: " + lost.message + "; the task stays in the store for the next leader";
+    for (auto& record : unfinished) record->finish(record->status(), 0, why, nullptr);
+    durable->leading->set();  // an open() still waiting learns it will not lead
+    durable->lost_waits->set();
+    Step step(*this);
+    check_drained();  // a shutdown that waited for the hand-over ends now
+}
+
+void SchedulerCore::State::on_leading(store::Recovered recovered) {
+    {
+        Step step(*this);
+        durable->writing = true;
+        const auto now = clock->now();
+        recover(recovered, now, clock->system_now());
+        apply(now);
+    }
+    durable->leading->set();
+}
+
+void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall) {
+    // A fresh engine whose ids start above every id a previous leader may
+    // have handed out. Nothing was submitted yet: open() has not returned.
+    core::EngineConfig config = options.engine;
+    config.first_task_id = std::max<std::uint64_t>(recovered.marks.next_task_id, 1);
+    config.first_lease_id = std::max<std::uint64_t>(recovered.marks.next_lease_id, 1);
+    core::Engine fresh(config);
+    for (const PoolRuntime& p : pools) fresh.add_pool(p.def.engine);
+    engine = std::move(fresh);
+    durable->reserved = {0, 0};  // the first commit reserves a block above them
+
+    const auto engine_time = [&](std::optional<store::WallTime> t) -> std::optional<core::Time> {
+        if (!t) return std::nullopt;
+        return core::add_saturated(now, std::chrono::duration_cast<core::Duration>(*t - wall));
+    };
+    std::vector<core::RestoredTask> tasks;
+    std::vector<std::shared_ptr<TaskRecord>> records;
+    const auto fail_row = [&](const store::TaskRow& row, std::string message) {
+        log([id = row.id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
+        store::TaskTransition t;
+        t.id = row.id;
+        t.status = TaskStatus::Failed;
+        t.attempt = row.attempt;
+        t.last_error = std::move(message);
+        t.updated_at = wall;
+        durable->batch.changes.emplace_back(std::move(t));
+    };
+    for (store::TaskRow& row : recovered.tasks) {
+        TaskRequest r;
+        try {
+            r = decode_options(row.options);
+            r.payload = durable->codec.decode_payload(row.payload);
+        } catch (const std::exception& e) {
+            if (!is_terminal(row.status)) fail_row(row, std::string("decode: ") + e.what());
+            continue;
+        }
+        r.pool = row.pool;
+        r.kind = row.kind;
+        r.key = row.key;
+        core::TaskSpec spec;
+        if (auto failure = to_spec(r, now, wall, spec)) {
+            if (!is_terminal(row.status))
+                fail_row(row, failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
+                                                                          : failure->second);
+            continue;
+        }
+        std::shared_ptr<const void> output;
+        if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
+            try {
+                output = durable->codec.decode_output(*row.output);
+            } catch (const std::exception&) {
+                // The task succeeded; only its kept output is unreadable.
+            }
+        }
+        auto record = make_record(spec.pool, std::move(r), wall);
+        record->assign_id(row.id);
+        record->set_status(row.status);
+        if (is_terminal(row.status)) record->finish(row.status, row.attempt, row.last_error, std::move(output));
+        spec.user = to_user(record.get());
+        tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
+                                           row.last_error});
+        records.push_back(std::move(record));
+    }
+    auto results = engine.restore(tasks, now);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        if (!results[i]) {
+            log([id = tasks[i].id, message = results[i].message()] {
+                logger()->warn("recovery: task {} could not come back: {}", id.value, message);
+            });
+            continue;
+        }
+        hold(records[i]);
+        // As for a task that ends here: a finished one without a key keeps no record.
+        if (is_terminal(tasks[i].status) && !records[i]->key) {
+            engine.release_user(tasks[i].id);
+            release(*records[i]);
+        }
+    }
+    log([n = results.size(), marks = recovered.marks, epoch = recovered.epoch] {
+        logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
+    });
+}
+
+// ---- SchedulerCore -----------------------------------------------------------------------
+
+asio::awaitable<void> SchedulerCore::open() {
+    auto self = shared_from_this();
+    Durable& d = *s_->durable;
+    store::LeadHandlers handlers;
+    handlers.retention = s_->options.engine.retention;
+    std::weak_ptr<SchedulerCore> weak = self;
+    handlers.on_leading = [weak](store::Recovered r) {
+        if (auto core = weak.lock()) core->s_->on_leading(std::move(r));
+    };
+    handlers.on_commit = [weak](const store::CommitReport& report) {
+        if (auto core = weak.lock()) core->s_->on_commit(report);
+    };
+    handlers.on_lost = [weak](const store::LeadershipLost& lost) {
+        if (auto core = weak.lock()) core->s_->on_lost(lost);
+    };
+    d.journal.lead(std::move(handlers));
+    auto leading = d.leading;
+    co_await leading->async_wait(asio::use_awaitable);
+    std::lock_guard lock(s_->deliver_mu);
+    if (d.open_error) throw *d.open_error;
+}
+
+asio::awaitable<void> SchedulerCore::flush() {
+    if (!s_->durable) co_return;
+    auto self = shared_from_this();
+    store::Sequence seq = 0;
+    {
+        std::lock_guard lock(s_->mu);
+        seq = s_->durable->enqueued;
+    }
+    auto done = WaitList::create();
+    s_->wait_commit(seq, done);
+    co_await done->async_wait(asio::use_awaitable);
+    std::lock_guard lock(s_->deliver_mu);
+    if (seq > s_->durable->committed)
+        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->durable->lost.value_or(""));
+}
+
+asio::awaitable<void> SchedulerCore::leadership_lost() {
+    auto self = shared_from_this();
+    if (!s_->durable) {
+        // Never without a store: an operation that stays pending until the
+        // awaiting coroutine is cancelled.
+        auto never = WaitList::create();
+        co_await never->async_wait(asio::use_awaitable);
+        co_return;
+    }
+    auto lost = s_->durable->lost_waits;
+    co_await lost->async_wait(asio::use_awaitable);
+}
+
+}  // namespace cronoq::detail

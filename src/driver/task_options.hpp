@@ -1,0 +1,22 @@
+#pragma once
+// A task's options as a store keeps them (SPEC §14): JSON text the store
+// never interprets. Relative times are resolved against the submission's
+// wall time, so that the text means the same thing after a restart.
+#include <cronoq/detail/task_request.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace cronoq::detail {
+
+/// Everything of `r` but its payload, pool, kind and key (the store keeps
+/// those in columns of their own).
+std::string encode_options(const TaskRequest& r, std::chrono::system_clock::time_point wall);
+
+/// The request `encode_options` described, without a payload; `pool`,
+/// `kind` and `key` are left for the caller. Throws std::exception on text
+/// it cannot read.
+TaskRequest decode_options(std::string_view text);
+
+}  // namespace cronoq::detail

@@ -1,0 +1,205 @@
+// A scheduler with a SQLite store (SPEC §14), in one process: open, the
+// acknowledgement rule, hand-over at shutdown, recovery on reopen.
+#include "durable_support.hpp"
+
+#include <cronoq/cronoq.hpp>
+#include <cronoq/store/sqlite_store.hpp>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace std::chrono_literals;
+using namespace cronoq;
+
+namespace {
+
+using test::Durable;
+
+// "<payload>!"; a payload "wait" runs until its attempt is cancelled;
+// "fail" fails permanently.
+Pool<std::string, std::string> echo_pool() {
+    return Pool<std::string, std::string>("p")
+        .workers(2, 2, 2)
+        .retry(RetryPolicy{3, 1ms, 1.0, 1ms, false})
+        .executor_fn([](TaskContext ctx, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
+            if (*s == "wait") {
+                co_await ctx.cancelled();
+                co_return TaskError::cancelled();
+            }
+            if (*s == "fail") co_return TaskError::permanent("told to fail");
+            co_return *s + "!";
+        });
+}
+
+Durable open(const std::filesystem::path& file) {
+    return Durable::builder().threads(2).pool(echo_pool()).store(test::open_store(file)).open();
+}
+
+}  // namespace
+
+TEST(DurableScheduler, BuildWithAStoreIsAConfigErrorThatSaysToOpen) {
+    test::ScratchDir dir;
+    try {
+        auto s = Durable::builder().pool(echo_pool()).store(test::open_store(dir.file("s.db"))).build();
+        FAIL() << "build() with a store must throw";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("open()"), std::string::npos) << e.what();
+    }
+}
+
+TEST(DurableScheduler, OpenWithoutAStoreIsAConfigError) {
+    EXPECT_THROW(Durable::builder().pool(echo_pool()).open(), ConfigError);
+}
+
+TEST(DurableScheduler, AnAcknowledgedSubmissionIsInTheStore) {
+    test::ScratchDir dir;
+    auto store = test::open_store(dir.file("s.db"));
+    auto sched = Durable::builder().threads(2).pool(echo_pool()).store(store).open();
+    auto h = sched.submit(Task<std::string>("wait").key("k"));
+    // submit() returned: the row is committed, whatever the attempt is doing.
+    auto row = store->get_task(TaskRef(h.id()));
+    ASSERT_TRUE(row.has_value());
+    EXPECT_EQ(row->key, "k");
+    EXPECT_EQ(row->pool, "p");
+    EXPECT_EQ(row->payload, "wait");
+    EXPECT_TRUE(h.cancel());
+    EXPECT_THROW(h.get(), TaskFailure);
+    // The handle completed: its end is committed too.
+    EXPECT_EQ(store->get_task(TaskRef("k"))->status, TaskStatus::Cancelled);
+}
+
+TEST(DurableScheduler, TrySubmitIsDurableAfterFlush) {
+    test::ScratchDir dir;
+    auto store = test::open_store(dir.file("s.db"));
+    auto sched = Durable::builder().threads(1).pool(echo_pool()).store(store).open();
+    std::vector<Task<std::string>> tasks;
+    for (int i = 0; i < 50; ++i) tasks.push_back(Task<std::string>("x" + std::to_string(i)));
+    auto results = sched.try_submit_many(std::move(tasks));
+    sched.flush();
+    for (auto& r : results) {
+        ASSERT_TRUE(r.has_value()) << r.message();
+        EXPECT_TRUE(store->get_task(TaskRef(r.value().id())).has_value());
+    }
+    for (auto& r : results) EXPECT_EQ(r.value().get()->back(), '!');
+}
+
+TEST(DurableScheduler, ResultsWaitForTheCommitOfTheirEnd) {
+    test::ScratchDir dir;
+    auto store = test::open_store(dir.file("s.db"));
+    auto sched = Durable::builder().threads(2).pool(echo_pool()).store(store).open();
+    auto ok = sched.submit(Task<std::string>("a"));
+    auto bad = sched.submit(Task<std::string>("fail"));
+    EXPECT_EQ(*ok.get(), "a!");
+    EXPECT_THROW(bad.get(), TaskFailure);
+    const auto ok_row = store->get_task(TaskRef(ok.id()));
+    EXPECT_EQ(ok_row->status, TaskStatus::Succeeded);
+    EXPECT_EQ(ok_row->output, "a!");
+    EXPECT_EQ(ok_row->attempt, 1u);
+    const auto bad_row = store->get_task(TaskRef(bad.id()));
+    EXPECT_EQ(bad_row->status, TaskStatus::Failed);
+    EXPECT_EQ(bad_row->last_error, "told to fail");
+}
+
+TEST(DurableScheduler, FinishedTasksAndKeysComeBackAfterReopen) {
+    test::ScratchDir dir;
+    TaskId done{};
+    TaskId failed{};
+    {
+        auto sched = open(dir.file("s.db"));
+        auto h = sched.submit(Task<std::string>("a").key("done"));
+        EXPECT_EQ(*h.get(), "a!");
+        done = h.id();
+        auto f = sched.submit(Task<std::string>("fail").key("failed"));
+        EXPECT_THROW(f.get(), TaskFailure);
+        failed = f.id();
+    }
+    auto sched = open(dir.file("s.db"));
+    auto found = sched.find(TaskRef("done"));
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->id(), done);
+    EXPECT_EQ(found->status(), TaskStatus::Succeeded);
+    EXPECT_EQ(*found->get(), "a!");  // the output came back with it
+    auto f = sched.find(TaskRef(failed));
+    ASSERT_TRUE(f.has_value());
+    try {
+        f->get();
+        FAIL() << "a failed task's handle throws";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Failed);
+        EXPECT_EQ(e.message(), "told to fail");
+    }
+    // The key still deduplicates; a new task gets an id above the old ones.
+    EXPECT_EQ(sched.submit(Task<std::string>("again").key("done")).id(), done);
+    auto fresh = sched.submit(Task<std::string>("b"));
+    EXPECT_GT(fresh.id().value, failed.value);
+    EXPECT_GT(fresh.id().value, done.value);
+    EXPECT_EQ(*fresh.get(), "b!");
+}
+
+TEST(DurableScheduler, ShutdownHandsQueuedWorkToTheNextLeader) {
+    test::ScratchDir dir;
+    TaskId later{};
+    TaskId running{};
+    {
+        auto sched = open(dir.file("s.db"));
+        auto h = sched.submit(Task<std::string>("later").start_in(1h));
+        later = h.id();
+        auto r = sched.submit(Task<std::string>("wait"));
+        running = r.id();
+        sched.shutdown(0s);
+        try {
+            h.get();
+            FAIL() << "a handed-over task's handle fails";
+        } catch (const TaskFailure& e) {
+            EXPECT_EQ(e.status(), TaskStatus::Scheduled);
+            EXPECT_NE(e.message().find("stays in the store"), std::string::npos) << e.message();
+        }
+        EXPECT_THROW(r.get(), TaskFailure);
+    }
+    {
+        auto store = test::open_store(dir.file("s.db"));
+        EXPECT_EQ(store->get_task(TaskRef(later))->status, TaskStatus::Scheduled);
+    }
+    auto sched = open(dir.file("s.db"));
+    EXPECT_EQ(sched.status(TaskRef(later)), TaskStatus::Scheduled);
+    // The attempt aborted at the end of the grace counts as lost: the task
+    // runs again (and waits again, until cancelled here).
+    auto r = sched.find(TaskRef(running));
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->cancel());
+    EXPECT_THROW(r->get(), TaskFailure);
+    EXPECT_EQ(r->status(), TaskStatus::Cancelled);
+}
+
+TEST(DurableScheduler, LeadershipLostCompletesWhenShutdownReleasesTheLead) {
+    test::ScratchDir dir;
+    asio::io_context io;
+    auto store = test::open_store(dir.file("s.db"));
+    bool lost = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto sched = co_await Scheduler<std::string, std::string>::builder()
+                             .pool(echo_pool())
+                             .store(store)
+                             .open(co_await asio::this_coro::executor);
+            auto h = co_await sched.submit(Task<std::string>("a"));
+            EXPECT_EQ(*co_await h.result(), "a!");
+            asio::co_spawn(
+                co_await asio::this_coro::executor,
+                [&lost, sched]() mutable -> asio::awaitable<void> {
+                    co_await sched.leadership_lost();
+                    lost = true;
+                },
+                asio::detached);
+            co_await sched.flush();
+            co_await sched.shutdown(0s);
+        },
+        asio::detached);
+    io.run();
+    EXPECT_TRUE(lost);
+}

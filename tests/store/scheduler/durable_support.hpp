@@ -1,0 +1,25 @@
+#pragma once
+// Helpers for the tests of a scheduler with a store: the scheduler type,
+// stores with a short lead, and the child processes' modes.
+#include "store_support.hpp"
+
+#include <cronoq/blocking_scheduler.hpp>
+#include <cronoq/store/sqlite_store.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+namespace cronoq::test {
+
+using Durable = BlockingScheduler<std::string, std::string>;
+
+/// A short lead, so that a process taking over after a SIGKILL waits
+/// little; `Durability::Full`, as by default.
+inline constexpr std::chrono::milliseconds test_lease{600};
+
+inline std::shared_ptr<SqliteStore> open_store(const std::filesystem::path& file) {
+    return SqliteStore::open(file, SqliteStoreConfig{Durability::Full, test_lease, std::chrono::hours(24)});
+}
+
+}  // namespace cronoq::test
