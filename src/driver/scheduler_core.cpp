@@ -156,6 +156,9 @@ std::optional<TaskId> SchedulerCore::State::resolve(const TaskRef& ref) const {
 SchedulerCore::SchedulerCore(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
 SchedulerCore::~SchedulerCore() {
+    // The store's reports stop reaching this scheduler (waiting for one
+    // being handled) before anything of it goes.
+    if (s_ && s_->durable) s_->durable->link->disconnect();
     // The timers' callbacks hold only a weak reference; cancel their waits.
     if (s_ && s_->timer) s_->timer->disarm();
     if (s_ && s_->recurring_timer) s_->recurring_timer->disarm();

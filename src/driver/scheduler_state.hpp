@@ -112,6 +112,27 @@ struct Encoded {
     std::chrono::system_clock::time_point wall;  // the submission's
 };
 
+/// How the store's thread reaches the scheduler. The handlers given to
+/// `Journal::lead` hold this, never the scheduler itself: a handler that
+/// owned the scheduler could be the last owner, and the scheduler would then
+/// be destroyed, with its store, on the store's own thread (which cannot
+/// join itself). The scheduler clears `state` when it goes; it waits for a
+/// handler that is running, and later reports find no one.
+struct StoreLink {
+    std::mutex mu;
+    SchedulerCore::State* state = nullptr;  // guarded by `mu`
+
+    template <class F>
+    void with_state(F&& f) {
+        std::lock_guard lock(mu);
+        if (state) f(*state);
+    }
+    void disconnect() {
+        std::lock_guard lock(mu);
+        state = nullptr;
+    }
+};
+
 /// What a scheduler with a store keeps beside its engine (SPEC §14).
 struct Durable {
     explicit Durable(std::shared_ptr<Store> s) : store(std::move(s)), journal(store->journal()) {}
@@ -119,6 +140,7 @@ struct Durable {
     std::shared_ptr<Store> store;
     store::Journal& journal;
     ErasedCodec codec;
+    std::shared_ptr<StoreLink> link = std::make_shared<StoreLink>();
 
     // Guarded by the engine's mutex.
     store::Batch batch;    // the current step's changes, enqueued at its end

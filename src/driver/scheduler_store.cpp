@@ -265,15 +265,15 @@ asio::awaitable<void> SchedulerCore::open() {
     Durable& d = *s_->durable;
     store::LeadHandlers handlers;
     handlers.retention = s_->options.engine.retention;
-    std::weak_ptr<SchedulerCore> weak = self;
-    handlers.on_leading = [weak](store::Recovered r) {
-        if (auto core = weak.lock()) core->s_->on_leading(std::move(r));
+    d.link->state = s_.get();  // the journal's thread starts in lead(), below
+    handlers.on_leading = [link = d.link](store::Recovered r) {
+        link->with_state([&](State& s) { s.on_leading(std::move(r)); });
     };
-    handlers.on_commit = [weak](const store::CommitReport& report) {
-        if (auto core = weak.lock()) core->s_->on_commit(report);
+    handlers.on_commit = [link = d.link](const store::CommitReport& report) {
+        link->with_state([&](State& s) { s.on_commit(report); });
     };
-    handlers.on_lost = [weak](const store::LeadershipLost& lost) {
-        if (auto core = weak.lock()) core->s_->on_lost(lost);
+    handlers.on_lost = [link = d.link](const store::LeadershipLost& lost) {
+        link->with_state([&](State& s) { s.on_lost(lost); });
     };
     d.journal.lead(std::move(handlers));
     auto leading = d.leading;

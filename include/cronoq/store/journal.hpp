@@ -185,7 +185,9 @@ struct Figures {
 /// the store's own thread (never a caller's), one at a time and in order;
 /// a handler may call `enqueue`, `release` and `figures` but must not
 /// block on the store, and must not throw (the thread would end the
-/// process). All members are thread-safe.
+/// process). Nor may a handler own what owns the store: the store would
+/// then be destroyed on its own thread, which cannot join itself. All
+/// members are thread-safe.
 class Journal {
 public:
     virtual ~Journal() = default;
