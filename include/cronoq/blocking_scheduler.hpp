@@ -157,6 +157,12 @@ public:
         if (!h) return std::nullopt;
         return BlockingHandle<O>(std::move(*h));
     }
+    /// As `Scheduler::retry`.
+    std::optional<BlockingHandle<O>> retry(TaskRef ref) {
+        auto h = state_->scheduler.retry(std::move(ref));
+        if (!h) return std::nullopt;
+        return BlockingHandle<O>(std::move(*h));
+    }
     EventStream subscribe() { return state_->scheduler.subscribe(); }
     /// As `Scheduler::flush`, blocking. Never call it from a thread of the
     /// scheduler's io_context.

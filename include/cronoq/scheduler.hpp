@@ -60,11 +60,19 @@ public:
         /// store, and StoreError when the lead ends before it began (the
         /// store was released or fenced meanwhile).
         ///
+        /// The configuration is validated and the scheduler made at the
+        /// call (a ConfigError is thrown then); the awaitable refers to
+        /// nothing of the builder, which may be a temporary.
+        ///
         /// Asio cancellation: none; an open that must stop waiting is ended
         /// by releasing or destroying its store.
         template <class P2 = P>
         asio::awaitable<Scheduler> open(asio::any_io_executor ex) const {
-            auto core = this->template build_durable_core<P2>(std::move(ex));
+            return open_core(this->template build_durable_core<P2>(std::move(ex)));
+        }
+
+    private:
+        static asio::awaitable<Scheduler> open_core(std::shared_ptr<detail::SchedulerCore> core) {
             Scheduler scheduler(core);  // shuts down, handing over, if opening fails
             auto opening = core->open();
             co_await std::move(opening);
@@ -171,10 +179,30 @@ public:
 
     /// A handle to a task by id or key: any live task, and a retained one
     /// (within `retention`) that has a key, whose output the scheduler
-    /// keeps; empty otherwise (unknown, forgotten, or ended without a key).
-    /// Safe from any thread.
+    /// keeps; with a store also every ended task whose row the store still
+    /// holds (read from the store on the calling thread, a short
+    /// transaction; a StoreError if it cannot be read). Empty otherwise
+    /// (unknown, forgotten, or ended without a key). Safe from any thread.
     std::optional<TaskHandle<O>> find(TaskRef ref) const {
         auto state = owner_->core->find(ref);
+        if (!state) return std::nullopt;
+        return detail::Access::make<TaskHandle<O>>(std::move(state));
+    }
+
+    /// Submits a `Failed`, `DeadLettered` or `Cancelled` task's payload and
+    /// options again as a new task (new id, fresh attempts), at once like
+    /// `try_submit` (with a store, durable at the next commit). Its key, if
+    /// any, moves to the new task; the old task keeps its one terminal
+    /// status and its dependents are not revisited. The new task waits for
+    /// no dependency (the old one's were met when it ran). Empty if the
+    /// task is unknown, not terminal, or succeeded; without a store, also
+    /// for a retained task without a key (the driver keeps no payload of
+    /// it). A task known only from its stored row gets its deadline and
+    /// start at the same distance from the retry as they were from its
+    /// first submission. Throws SubmitException when the new task cannot be
+    /// admitted (e.g. `ShuttingDown`, `UnknownPool`). Safe from any thread.
+    std::optional<TaskHandle<O>> retry(TaskRef ref) {
+        auto state = owner_->core->retry(ref);
         if (!state) return std::nullopt;
         return detail::Access::make<TaskHandle<O>>(std::move(state));
     }

@@ -61,6 +61,10 @@ struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     /// (and, with a store, its bytes).
     std::shared_ptr<const void> output;
     std::string encoded_output;
+    /// A keyed task's other options, as submitted, for `Scheduler::retry`
+    /// (a retained task keeps its record only when it has a key). Null for
+    /// a task without a key: no allocation on the common path.
+    std::unique_ptr<TaskRequest> options;
 };
 
 /// The id of the task whose info this is: the info is part of its record.

@@ -47,6 +47,13 @@ void follow_wall_clock(Schedule& s, std::chrono::system_clock::time_point wall, 
     s.seen_at = now;
 }
 
+std::string occurrence_key(const Schedule& s, std::chrono::system_clock::time_point at) {
+    std::string key = s.request.task.key ? *s.request.task.key : s.request.name;
+    key.append("@");
+    key.append(utc_rfc3339(at));
+    return key;
+}
+
 std::optional<TaskRequest> occurrence(Schedule& s, std::chrono::system_clock::time_point at,
                                       std::optional<TaskStatus> previous) {
     const bool previous_live = previous && !is_terminal(*previous);
@@ -74,10 +81,7 @@ std::optional<TaskRequest> occurrence(Schedule& s, std::chrono::system_clock::ti
             }
             break;
     }
-    std::string key = s.request.task.key ? *s.request.task.key : s.request.name;
-    key.append("@");
-    key.append(utc_rfc3339(at));
-    r.key = std::move(key);
+    r.key = occurrence_key(s, at);
     r.tags.emplace_back("cronoq.recurring", s.request.name);
     r.start_at = at;
     r.start_in.reset();

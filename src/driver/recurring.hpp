@@ -20,6 +20,10 @@ struct Schedule {
     CronExpr expr;
     std::chrono::system_clock::time_point next;  // the next occurrence
     std::optional<TaskId> last;                  // the latest occurrence submitted
+    /// The latest occurrence taken (submitted or not, by the overlap
+    /// policy). A store keeps it, so that a new leader fires none twice;
+    /// a schedule replaced under its name keeps it too.
+    std::optional<std::chrono::system_clock::time_point> last_fired;
     bool broken = false;                         // QueueOnSuccess after a failure
     std::uint64_t skipped = 0;                   // occurrences not created (Skip, or missed while late)
     // Wall and engine time when the schedule was last looked at: wall time
@@ -55,6 +59,10 @@ std::string utc_rfc3339(std::chrono::system_clock::time_point t);
 /// counted in `skipped`: after a long pause a schedule runs once, not once
 /// per missed occurrence), and moves `next` past `now`.
 std::chrono::system_clock::time_point take_due(Schedule& s, std::chrono::system_clock::time_point now);
+
+/// The key of the occurrence of `at`: "<template key or name>@<UTC time>",
+/// so that an occurrence is submitted once however often it is looked at.
+std::string occurrence_key(const Schedule& s, std::chrono::system_clock::time_point at);
 
 /// The occurrence task for `at`, given the status of the previous
 /// occurrence (empty if none, or forgotten). Empty when the overlap policy

@@ -7,6 +7,7 @@
 #include <cronoq/snapshot.hpp>
 
 #include "event_queue.hpp"
+#include "recurring_definition.hpp"
 #include "scheduler_state.hpp"
 
 #include <asio/io_context.hpp>
@@ -102,6 +103,7 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
     record->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
     record->traceparent = std::move(r.traceparent);
     record->payload = std::move(r.payload);
+    if (record->key) record->options = std::make_unique<TaskRequest>(std::move(r));
     return record;
 }
 
@@ -134,6 +136,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
     auto id = engine.submit(spec, now);
     if (!id) {
         // Not consumed: a waiting submitter tries again with it.
+        if (record->options) r = std::move(*record->options);
         r.kind = std::move(record->kind);
         r.key = std::move(record->key);
         r.tags = std::move(record->tags);
@@ -338,14 +341,27 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
         throw ConfigError(where + e.what());
     }
     if (r.deadline_after && r.deadline_after->count() <= 0) throw ConfigError(where + "deadline_after must be positive");
+    std::string definition;  // with a store: made off the mutex (the codec is the application's)
+    if (s_->durable) {
+        auto bytes = s_->encode(r.task);
+        if (!bytes) throw ConfigError(where + "task: " + bytes.message());
+        definition = encode_schedule(r, bytes.value().payload, bytes.value().wall);
+    }
     State::Step step(*s_);
     if (r.task.pool && !s_->engine.find_pool(*r.task.pool))
         throw ConfigError(where + "no pool named \"" + *r.task.pool + "\"");
     if (s_->shutting_down) throw ConfigError(where + "the scheduler is shutting down");
-    const auto first = expr->next_after(s_->clock->system_now(), r.tz);
+    // A schedule replaced under its name (a process re-adding its
+    // schedules after a restart, say) goes on from its last occurrence, so
+    // that it fires none twice and one it missed once.
+    std::optional<std::chrono::system_clock::time_point> last_fired;
+    if (auto old = s_->schedules.find(r.name); old != s_->schedules.end()) last_fired = old->second.last_fired;
+    const auto first = expr->next_after(last_fired.value_or(s_->clock->system_now()), r.tz);
     Schedule schedule{std::move(r), *expr, first.value_or(std::chrono::system_clock::time_point::max()), std::nullopt};
+    schedule.last_fired = last_fired;
     const std::string name = schedule.request.name;
     s_->schedules.insert_or_assign(name, std::move(schedule));
+    if (s_->durable) s_->write(store::RecurringPut{name, std::move(definition)});
     s_->rearm_recurring();
 }
 
@@ -354,6 +370,7 @@ bool SchedulerCore::remove_recurring(std::string_view name) {
     auto it = s_->schedules.find(name);
     if (it == s_->schedules.end()) return false;
     s_->schedules.erase(it);
+    if (s_->durable) s_->write(store::RecurringRemoved{std::string(name)});
     s_->rearm_recurring();
     return true;
 }
@@ -383,16 +400,6 @@ std::optional<TaskStatus> SchedulerCore::status(const TaskRef& ref) const {
     std::lock_guard lock(s_->mu);  // reads only: no step
     const auto task = s_->resolve(ref);
     return task ? s_->engine.status(*task) : std::nullopt;
-}
-
-std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
-    std::lock_guard lock(s_->mu);  // reads only: no step
-    const auto task = s_->resolve(ref);
-    if (!task) return nullptr;
-    // The engine hands back the record while the driver holds it: for
-    // every live task, and for a retained one that has a key.
-    TaskRecord* record = from_user(s_->engine.user(*task).value_or(0));
-    return record ? record->engine_ref : nullptr;
 }
 
 asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {

@@ -275,6 +275,12 @@ struct SchedulerCore::State {
     /// here, under the mutex, when null).
     SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r, const Encoded* encoded = nullptr);
     std::optional<TaskId> resolve(const TaskRef& ref) const;
+    /// Admits `r` as a new task in place of the ended task `old`
+    /// (`Scheduler::retry`): the key moves to it (SPEC §14).
+    SubmitResult<std::shared_ptr<HandleState>> resubmit_one(TaskId old, TaskRequest& r);
+    /// No mutex: the handle of a task the engine no longer holds, made from
+    /// its committed row (terminal).
+    std::shared_ptr<HandleState> stored_handle(const store::TaskRow& row) const;
 
     // ---- the store (scheduler_store.cpp) ----------------------------------------------
     /// The bytes of `r` for the store; a codec that throws makes it Invalid.
@@ -285,12 +291,16 @@ struct SchedulerCore::State {
     /// Mutex held, at the end of a step: enqueues its changes; returns the
     /// sequence its results must wait for (0 without a store).
     store::Sequence enqueue_step();
+    /// Mutex held: a change for this step's batch, while this process
+    /// leads (nothing otherwise).
+    void write(store::Change change);
     /// The store's reports, on its thread.
     void on_leading(store::Recovered recovered);
     void on_commit(const store::CommitReport& report);
     void on_lost(const store::LeadershipLost& lost);
     /// Mutex held: brings back what the store holds (SPEC §14 "Recovery").
     void recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall);
+    void recover_schedules(std::vector<store::RecurringRow>& rows);
     /// Registers `done` to be set once `seq` is committed (or the lead lost).
     void wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done);
 

@@ -457,6 +457,10 @@ void SchedulerCore::State::on_recurring_due() {
         follow_wall_clock(s, wall, now);
         if (s.next > wall) continue;
         const auto at = take_due(s, wall);
+        s.last_fired = at;
+        // In the step's batch with the occurrence's row: a new leader either
+        // sees both (and fires neither again) or neither (and fires it).
+        if (durable) write(store::RecurringFired{name, at});
         const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
         auto request = occurrence(s, at, previous);
         if (!request) {

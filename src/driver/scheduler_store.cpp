@@ -5,6 +5,7 @@
 #include <cronoq/logging.hpp>
 #include <cronoq/task_failure.hpp>
 
+#include "recurring_definition.hpp"
 #include "scheduler_state.hpp"
 #include "task_options.hpp"
 
@@ -63,6 +64,10 @@ void SchedulerCore::State::write_status(const core::Status& s, TaskRecord& recor
     t.run_at = wall_of(s.until, now, wall);
     if (s.status == TaskStatus::Succeeded && record.output) t.output = record.encoded_output;
     durable->batch.changes.emplace_back(std::move(t));
+}
+
+void SchedulerCore::State::write(store::Change change) {
+    if (durable->writing) durable->batch.changes.push_back(std::move(change));
 }
 
 store::Sequence SchedulerCore::State::enqueue_step() {
@@ -170,7 +175,9 @@ void SchedulerCore::State::on_leading(store::Recovered recovered) {
         durable->writing = true;
         const auto now = clock->now();
         recover(recovered, now, clock->system_now());
+        recover_schedules(recovered.recurring);
         apply(now);
+        rearm_recurring();
     }
     durable->leading->set();
 }
@@ -256,6 +263,38 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
     log([n = results.size(), marks = recovered.marks, epoch = recovered.epoch] {
         logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
     });
+}
+
+void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& rows) {
+    for (store::RecurringRow& row : rows) {
+        // A schedule that cannot come back stays in the store, untouched:
+        // a process that declares its pool, or reads its format, may lead
+        // later. It is named in the log.
+        const auto skip = [&](const std::string& why) {
+            log([name = row.name, why] { logger()->warn("recovery: recurring \"{}\" not resumed: {}", name, why); });
+        };
+        try {
+            StoredSchedule stored = decode_schedule(row.definition);
+            RecurringRequest& r = stored.request;
+            r.name = row.name;
+            if (r.task.pool && !engine.find_pool(*r.task.pool)) {
+                skip("unknown pool after restart: " + *r.task.pool);
+                continue;
+            }
+            r.task.payload = durable->codec.decode_payload(stored.payload);
+            CronExpr expr = CronExpr::parse(r.cron);
+            // From its last occurrence: one missed while no process led is
+            // due at once (and fires once), none fires twice.
+            const auto from = row.last_fired.value_or(stored.added_at);
+            const auto next = expr.next_after(from, r.tz).value_or(std::chrono::system_clock::time_point::max());
+            Schedule schedule{std::move(r), std::move(expr), next, std::nullopt};
+            schedule.last_fired = row.last_fired;
+            if (row.last_fired) schedule.last = engine.find_key(occurrence_key(schedule, *row.last_fired));
+            schedules.insert_or_assign(row.name, std::move(schedule));
+        } catch (const std::exception& e) {
+            skip(std::string("decode: ") + e.what());
+        }
+    }
 }
 
 // ---- SchedulerCore -----------------------------------------------------------------------

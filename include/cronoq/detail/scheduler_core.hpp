@@ -95,6 +95,10 @@ public:
     /// The state behind a live task, or a retained one whose record the
     /// driver keeps (a keyed task); null otherwise.
     std::shared_ptr<HandleState> find(const TaskRef& task) const;
+    /// A Failed, DeadLettered or Cancelled task submitted again as a new
+    /// task; null if unknown, not terminal, or succeeded. Throws
+    /// SubmitException when the new task cannot be admitted.
+    std::shared_ptr<HandleState> retry(const TaskRef& task);
     asio::awaitable<void> shutdown(std::chrono::nanoseconds grace);
     /// Starts a shutdown with zero grace and does not wait for it.
     void shutdown_now();

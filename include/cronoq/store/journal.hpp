@@ -5,6 +5,7 @@
 // store only through `cronoq::Store` (<cronoq/store/store.hpp>).
 #include <cronoq/ids.hpp>
 #include <cronoq/store/store.hpp>
+#include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 
 #include <chrono>
@@ -218,6 +219,12 @@ public:
     virtual void release() = 0;
 
     virtual Figures figures() const = 0;
+
+    /// The committed row of a task, by id or key (the newest task holding
+    /// it), options and payload included; empty if the store holds none.
+    /// Reads in a short transaction of its own on the calling thread, like
+    /// `Store::get_task`; throws StoreError when the store cannot be read.
+    virtual std::optional<TaskRow> read_task(const TaskRef& task) const = 0;
 
 protected:
     Journal() = default;

@@ -35,9 +35,13 @@ SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 SqliteStore::~SqliteStore() = default;
 
+std::optional<store::TaskRow> SqliteStore::Impl::read_task(const TaskRef& task) const {
+    std::lock_guard lock(inspection_mutex);
+    return find_task(*inspection, task);
+}
+
 std::optional<StoredTask> SqliteStore::get_task(TaskRef task) const {
-    std::lock_guard lock(impl_->inspection_mutex);
-    auto row = find_task(*impl_->inspection, task);
+    auto row = impl_->read_task(task);
     if (!row) return std::nullopt;
     return to_stored_task(std::move(*row));
 }

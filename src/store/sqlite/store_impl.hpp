@@ -28,6 +28,7 @@ struct SqliteStore::Impl final : store::Journal {
     store::Sequence enqueue(store::Batch batch) override;
     void release() override;
     store::Figures figures() const override;
+    std::optional<store::TaskRow> read_task(const TaskRef& task) const override;
 
     const std::filesystem::path path;
     const SqliteStoreConfig config;
@@ -37,7 +38,7 @@ struct SqliteStore::Impl final : store::Journal {
 
     /// Inspection reads and prunes: a connection apart from the writer's,
     /// so they run in short transactions of their own while it commits.
-    std::mutex inspection_mutex;
+    mutable std::mutex inspection_mutex;
     std::unique_ptr<store::sqlite::Connection> inspection;
     /// Used by the store's thread only, once it runs.
     std::unique_ptr<store::sqlite::Connection> writer;
