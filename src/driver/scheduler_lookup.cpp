@@ -14,23 +14,6 @@ bool retryable(TaskStatus s) {
     return s == TaskStatus::Failed || s == TaskStatus::DeadLettered || s == TaskStatus::Cancelled;
 }
 
-/// A task known from its row only: its times were resolved at its
-/// submission. They keep their distance from it, re-based on the retry's
-/// own submission (a deadline 5 s after the first submission is 5 s after
-/// the retry's); a start that was not after the submission is dropped.
-void rebase(TaskRequest& r, std::chrono::system_clock::time_point submitted_at) {
-    if (r.deadline_at) {
-        r.deadline_in = std::max(std::chrono::nanoseconds(0), std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                  *r.deadline_at - submitted_at));
-        r.deadline_at.reset();
-    }
-    if (r.start_at) {
-        const auto in = std::chrono::duration_cast<std::chrono::nanoseconds>(*r.start_at - submitted_at);
-        if (in.count() > 0) r.start_in = in;
-        r.start_at.reset();
-    }
-}
-
 }  // namespace
 
 std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::TaskRow& row) const {
@@ -131,7 +114,7 @@ std::shared_ptr<HandleState> SchedulerCore::retry(const TaskRef& ref) {
         throw SubmitException(SubmitError::Invalid, "task " + std::to_string(row->id.value) +
                                                         ": its stored row cannot be decoded: " + e.what());
     }
-    rebase(r, row->submitted_at);
+    relative_to_submission(r, row->submitted_at);
     r.pool = row->pool;
     r.kind = row->kind;
     r.key = row->key;

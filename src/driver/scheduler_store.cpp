@@ -237,6 +237,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
             }
         }
         auto record = make_record(spec.pool, std::move(r), wall);
+        if (record->options) relative_to_submission(*record->options, row.submitted_at);  // for a retry
         record->assign_id(row.id);
         record->set_status(row.status);
         if (is_terminal(row.status)) record->finish(row.status, row.attempt, row.last_error, std::move(output));

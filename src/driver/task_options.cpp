@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -119,6 +120,19 @@ TaskRequest decode_options(std::string_view text) {
         for (const json& u : j.at("resources"))
             r.resources.push_back({u.at("name").get<std::string>(), u.at("amount").get<std::uint32_t>()});
     return r;
+}
+
+void relative_to_submission(TaskRequest& r, Wall submitted_at) {
+    if (r.deadline_at) {
+        r.deadline_in = std::max(std::chrono::nanoseconds(0), std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                  *r.deadline_at - submitted_at));
+        r.deadline_at.reset();
+    }
+    if (r.start_at) {
+        const auto in = std::chrono::duration_cast<std::chrono::nanoseconds>(*r.start_at - submitted_at);
+        if (in.count() > 0) r.start_in = in;
+        r.start_at.reset();
+    }
 }
 
 }  // namespace cronoq::detail

@@ -19,4 +19,12 @@ std::string encode_options(const TaskRequest& r, std::chrono::system_clock::time
 /// it cannot read.
 TaskRequest decode_options(std::string_view text);
 
+/// For a request decoded from a task submitted at `submitted_at`, to be
+/// submitted again (`Scheduler::retry`): its deadline and start, which
+/// were resolved at that submission, become relative again, at the same
+/// distance from it (a deadline 5 s after the first submission is 5 s
+/// after the retry's); a start that was not after the submission is
+/// dropped.
+void relative_to_submission(TaskRequest& r, std::chrono::system_clock::time_point submitted_at);
+
 }  // namespace cronoq::detail

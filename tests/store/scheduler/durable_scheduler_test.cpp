@@ -10,6 +10,7 @@
 #include <asio/io_context.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -202,4 +203,66 @@ TEST(DurableScheduler, LeadershipLostCompletesWhenShutdownReleasesTheLead) {
         asio::detached);
     io.run();
     EXPECT_TRUE(lost);
+}
+
+namespace {
+
+// "flaky" fails permanently while this is set (each test sets it first).
+std::atomic<bool> flaky_fails{true};
+
+Pool<std::string, std::string> flaky_pool() {
+    return Pool<std::string, std::string>("p").workers(1, 1, 1).executor_fn(
+        [](TaskContext, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
+            if (flaky_fails) co_return TaskError::permanent("flaky failed");
+            co_return *s + "!";
+        });
+}
+
+Durable open_flaky(const std::filesystem::path& file) {
+    return Durable::builder().threads(1).pool(flaky_pool()).store(test::open_store(file)).open();
+}
+
+}  // namespace
+
+TEST(DurableScheduler, RetryAfterARestartSubmitsTheStoredTaskAgainAndMovesItsKey) {
+    test::ScratchDir dir;
+    const auto file = dir.file("s.db");
+    flaky_fails = true;
+    TaskId keyed{};
+    TaskId plain{};
+    TaskId succeeded{};
+    {
+        auto sched = open_flaky(file);
+        auto k = sched.submit(Task<std::string>("flaky").key("k").deadline_in(1h));
+        auto p = sched.submit(Task<std::string>("flaky"));
+        EXPECT_THROW(k.get(), TaskFailure);
+        EXPECT_THROW(p.get(), TaskFailure);
+        keyed = k.id();
+        plain = p.id();
+        flaky_fails = false;
+        auto s = sched.submit(Task<std::string>("ok"));
+        EXPECT_EQ(*s.get(), "ok!");
+        succeeded = s.id();
+    }
+    auto sched = open_flaky(file);
+    // An ended task without a key has no record in memory: found in the store.
+    auto found = sched.find(TaskRef(succeeded));
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(*found->get(), "ok!");
+    EXPECT_FALSE(sched.retry(TaskRef(succeeded)).has_value());
+    auto again = sched.retry("k");
+    ASSERT_TRUE(again.has_value());
+    EXPECT_GT(again->id().value, succeeded.value);
+    EXPECT_EQ(*again->get(), "flaky!");
+    auto plain_again = sched.retry(TaskRef(plain));  // from its row
+    ASSERT_TRUE(plain_again.has_value());
+    EXPECT_EQ(*plain_again->get(), "flaky!");
+    sched.flush();
+    EXPECT_EQ(sched.find("k")->id(), again->id());
+    auto store = test::open_store(file);
+    const auto old_row = store->get_task(TaskRef(keyed));
+    EXPECT_EQ(old_row->status, TaskStatus::Failed);  // its one terminal status
+    EXPECT_FALSE(old_row->key.has_value());           // the key moved
+    EXPECT_EQ(store->get_task(TaskRef("k"))->id, again->id());
+    EXPECT_EQ(store->get_task(TaskRef(again->id()))->status, TaskStatus::Succeeded);
 }
