@@ -2,6 +2,7 @@
 // Snapshot: every pool's figures over the metrics window (SPEC §10), from
 // `Scheduler::snapshot()`, serializable with nlohmann_json.
 #include <cronoq/core/engine.hpp>
+#include <cronoq/store_snapshot.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -25,10 +26,16 @@ struct PoolSnapshot : core::PoolStats {
 
 struct Snapshot {
     std::vector<PoolSnapshot> pools;
+    /// Empty without a store.
+    std::optional<StoreSnapshot> store;
 
     /// `{"pools": [{"name": ..., "capacity": ..., "pending": {"critical": ...},
     /// "wait_ms": {"p50": ..., "p90": ..., "p99": ...}, "run_ms": {...},
-    /// ...}]}`; durations in milliseconds, the window in seconds. Include
+    /// ...}]}`, and with a store `"store": {"commits": ..., "failed_commits":
+    /// ..., "changes_committed": ..., "mean_batch_size": ...,
+    /// "commit_latency_ms": {"p50": ..., "p99": ...}, "pending_changes": ...,
+    /// "leading": ..., "epoch": ...}`; durations in milliseconds, the window
+    /// in seconds. Include
     /// <nlohmann/json.hpp> to use the result.
     nlohmann::json to_json() const;
 };

@@ -460,14 +460,19 @@ std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool)
 }
 
 Snapshot SchedulerCore::snapshot() const {
-    std::lock_guard lock(s_->mu);  // reads only: no step
-    const auto now = s_->clock->now();
     Snapshot out;
-    out.pools.reserve(s_->pools.size());
-    for (core::PoolId i = 0; i < s_->pools.size(); ++i) {
-        PoolSnapshot& p = out.pools.emplace_back();
-        static_cast<core::PoolStats&>(p) = s_->engine.stats(i, now);
-        p.name = s_->pools[i].def.engine.name;
+    {
+        std::lock_guard lock(s_->mu);  // reads only: no step
+        const auto now = s_->clock->now();
+        out.pools.reserve(s_->pools.size());
+        for (core::PoolId i = 0; i < s_->pools.size(); ++i) {
+            PoolSnapshot& p = out.pools.emplace_back();
+            static_cast<core::PoolStats&>(p) = s_->engine.stats(i, now);
+            p.name = s_->pools[i].def.engine.name;
+        }
+    }
+    if (s_->durable) {
+        out.store = s_->durable->journal.figures();  // under the store's own lock
     }
     return out;
 }

@@ -44,6 +44,18 @@ nlohmann::json Snapshot::to_json() const {
             {"fixed_start_hit_rate", optional_number(p.fixed_start_hit_rate)},
         });
     }
+    if (store) {
+        out["store"] = {
+            {"commits", store->commits},
+            {"failed_commits", store->failed_commits},
+            {"changes_committed", store->changes_committed},
+            {"mean_batch_size", store->mean_batch_size},
+            {"commit_latency_ms", {{"p50", ms(store->commit_latency_p50)}, {"p99", ms(store->commit_latency_p99)}}},
+            {"pending_changes", store->pending_changes},
+            {"leading", store->leading},
+            {"epoch", store->epoch},
+        };
+    }
     return out;
 }
 

@@ -5,6 +5,7 @@
 // store only through `cronoq::Store` (<cronoq/store/store.hpp>).
 #include <cronoq/ids.hpp>
 #include <cronoq/store/store.hpp>
+#include <cronoq/store_snapshot.hpp>
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 
@@ -171,16 +172,7 @@ struct LeadHandlers {
 };
 
 /// Store figures for `Scheduler::snapshot()`.
-struct Figures {
-    std::uint64_t commits = 0;          ///< successful transactions
-    std::uint64_t failed_commits = 0;   ///< failed attempts, retried
-    std::uint64_t changes_committed = 0;
-    double mean_batch_size = 0;         ///< changes per successful transaction
-    std::chrono::nanoseconds commit_latency_p50{0}, commit_latency_p99{0};  ///< recent transactions
-    std::uint64_t pending_changes = 0;  ///< enqueued, not yet committed
-    bool leading = false;
-    std::uint64_t epoch = 0;
-};
+using Figures = StoreSnapshot;
 
 /// The commit pipeline and leadership of one store. Every handler runs on
 /// the store's own thread (never a caller's), one at a time and in order;

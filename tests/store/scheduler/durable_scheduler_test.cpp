@@ -8,6 +8,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -265,4 +266,29 @@ TEST(DurableScheduler, RetryAfterARestartSubmitsTheStoredTaskAgainAndMovesItsKey
     EXPECT_FALSE(old_row->key.has_value());           // the key moved
     EXPECT_EQ(store->get_task(TaskRef("k"))->id, again->id());
     EXPECT_EQ(store->get_task(TaskRef(again->id()))->status, TaskStatus::Succeeded);
+}
+
+TEST(DurableScheduler, SnapshotShowsTheStoresCommitFigures) {
+    test::ScratchDir dir;
+    auto sched = open(dir.file("s.db"));
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(*sched.submit(Task<std::string>("x")).get(), "x!");
+    sched.flush();
+    const Snapshot snap = sched.scheduler().snapshot();
+    ASSERT_TRUE(snap.store.has_value());
+    EXPECT_GE(snap.store->commits, 5u);  // each acknowledged submission waited for a commit
+    EXPECT_GE(snap.store->changes_committed, 10u);  // 5 admissions, 5 successes at least
+    EXPECT_GT(snap.store->mean_batch_size, 0.0);
+    EXPECT_GT(snap.store->commit_latency_p99.count(), 0);
+    EXPECT_GE(snap.store->commit_latency_p99, snap.store->commit_latency_p50);
+    EXPECT_TRUE(snap.store->leading);
+    EXPECT_EQ(snap.store->epoch, 1u);
+    const auto json = snap.to_json();
+    EXPECT_EQ(json.at("store").at("commits").get<std::uint64_t>(), snap.store->commits);
+    EXPECT_TRUE(json.at("store").at("leading").get<bool>());
+    EXPECT_TRUE(json.at("store").contains("commit_latency_ms"));
+
+    // Without a store there is no such part.
+    auto plain = Durable::builder().pool(echo_pool()).build();
+    EXPECT_FALSE(plain.scheduler().snapshot().store.has_value());
+    EXPECT_FALSE(plain.scheduler().snapshot().to_json().contains("store"));
 }
