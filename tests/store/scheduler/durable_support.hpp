@@ -22,4 +22,7 @@ inline std::shared_ptr<SqliteStore> open_store(const std::filesystem::path& file
     return SqliteStore::open(file, SqliteStoreConfig{Durability::Full, test_lease, std::chrono::hours(24)});
 }
 
+/// `--child lead ...` (standby_test.cpp).
+int lead_child_main(int argc, char** argv);
+
 }  // namespace cronoq::test
