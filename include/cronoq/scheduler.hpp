@@ -181,8 +181,10 @@ public:
     /// (within `retention`) that has a key, whose output the scheduler
     /// keeps; with a store also every ended task whose row the store still
     /// holds (read from the store on the calling thread, a short
-    /// transaction; a StoreError if it cannot be read). Empty otherwise
-    /// (unknown, forgotten, or ended without a key). Safe from any thread.
+    /// transaction, after waiting for the commit of a task that just ended
+    /// here; a StoreError if it cannot be read). Empty otherwise (unknown,
+    /// forgotten, or without a store ended without a key). Safe from any
+    /// thread.
     std::optional<TaskHandle<O>> find(TaskRef ref) const {
         auto state = owner_->core->find(ref);
         if (!state) return std::nullopt;

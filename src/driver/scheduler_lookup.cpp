@@ -63,17 +63,28 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::resubmit_one(Ta
 }
 
 std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
+    store::Sequence pending = 0;  // the commit that carries what the engine knows
     {
         std::lock_guard lock(s_->mu);  // reads only: no step
         if (const auto task = s_->resolve(ref)) {
             // The engine hands back the record while the driver holds it: for
             // every live task, and for a retained one that has a key.
             if (TaskRecord* record = from_user(s_->engine.user(*task).value_or(0))) return record->engine_ref;
+            if (s_->durable && s_->engine.status(*task)) pending = s_->durable->enqueued;
         }
         if (!s_->durable) return nullptr;
     }
+    // A task that ended here without a key (the engine retains it, the
+    // driver keeps no record of it) may not have its end committed yet:
+    // wait for the commit of what was enqueued (about a sync; until the
+    // lead is lost if commits keep failing), so that its row tells its end
+    // and its output.
+    if (pending > 0) {
+        std::unique_lock lock(s_->deliver_mu);
+        s_->durable->commit_seen.wait(lock, [&] { return s_->durable->committed >= pending || s_->durable->lost; });
+    }
     // Off the mutex: a short read of the store. Every task the engine holds
-    // was found above, so a row found here is of a task that ended.
+    // a record of was found above, so a row found here is of a task that ended.
     auto row = s_->durable->journal.read_task(ref);
     if (!row || !is_terminal(row->status)) return nullptr;
     return s_->stored_handle(*row);

@@ -37,6 +37,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -160,6 +161,7 @@ struct Durable {
     // commit is: the sequence to wait for, then the work.
     std::multimap<store::Sequence, Deferred> held;
     std::optional<std::string> lost;  // why the lead ended, once it has
+    std::condition_variable commit_seen;  // notified when `committed` or `lost` changes
 
     std::shared_ptr<WaitList> leading = WaitList::create();    // set once open() may return
     std::shared_ptr<WaitList> lost_waits = WaitList::create();  // set once the lead ended

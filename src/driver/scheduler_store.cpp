@@ -116,6 +116,7 @@ void SchedulerCore::State::on_commit(const store::CommitReport& report) {
     std::lock_guard lock(deliver_mu);
     if (report.committed <= durable->committed) return;
     durable->committed = report.committed;
+    durable->commit_seen.notify_all();
     while (!durable->held.empty() && durable->held.begin()->first <= durable->committed) {
         auto node = durable->held.extract(durable->held.begin());
         deliver_one(node.mapped());
@@ -153,6 +154,7 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
     {
         std::lock_guard lock(deliver_mu);
         durable->lost = lost.message;
+        durable->commit_seen.notify_all();
         for (auto& [seq, d] : durable->held) held.push_back(std::move(d));
         durable->held.clear();
         for (Deferred& d : held) fail_uncommitted(d);
