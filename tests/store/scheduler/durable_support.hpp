@@ -24,5 +24,7 @@ inline std::shared_ptr<SqliteStore> open_store(const std::filesystem::path& file
 
 /// `--child lead ...` (standby_test.cpp).
 int lead_child_main(int argc, char** argv);
+/// `--child random ...` (recovery_invariant_test.cpp).
+int random_child_main(int argc, char** argv);
 
 }  // namespace cronoq::test
