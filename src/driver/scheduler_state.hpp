@@ -136,10 +136,12 @@ struct StoreLink {
 
 /// What a scheduler with a store keeps beside its engine (SPEC §14).
 struct Durable {
-    explicit Durable(std::shared_ptr<Store> s) : store(std::move(s)), journal(store->journal()) {}
+    explicit Durable(std::shared_ptr<Store> s)
+        : store(std::move(s)), journal(store->journal()), max_value_bytes(journal.max_value_bytes()) {}
 
     std::shared_ptr<Store> store;
     store::Journal& journal;
+    const std::size_t max_value_bytes;  // a payload or output, encoded
     ErasedCodec codec;
     std::shared_ptr<StoreLink> link = std::make_shared<StoreLink>();
 

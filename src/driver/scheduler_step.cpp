@@ -354,6 +354,12 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
         } catch (const std::exception& e) {
             out = AttemptOutput{nullptr, TaskError::permanent(std::string("encode: ") + e.what()), {}};
         }
+        if (const std::size_t limit = core->s_->durable->max_value_bytes; out.encoded.size() > limit)
+            out = AttemptOutput{nullptr,
+                                TaskError::permanent("encode: the output is " + std::to_string(out.encoded.size()) +
+                                                     " bytes encoded, more than the store accepts (" +
+                                                     std::to_string(limit) + ")"),
+                                {}};
     }
     // From here on the context reports cancelled (SPEC §4).
     a->cancel.cancel();

@@ -34,6 +34,10 @@ SubmitResult<Encoded> SchedulerCore::State::encode(const TaskRequest& r) const {
     } catch (const std::exception& ex) {
         return {SubmitError::Invalid, std::string("payload: the codec cannot encode it: ") + ex.what()};
     }
+    if (e.payload.size() > durable->max_value_bytes)
+        return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
+                                          " bytes encoded, more than the store accepts (" +
+                                          std::to_string(durable->max_value_bytes) + ")"};
     e.options = encode_options(r, e.wall);
     return e;
 }

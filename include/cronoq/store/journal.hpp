@@ -218,6 +218,11 @@ public:
     /// `Store::get_task`; throws StoreError when the store cannot be read.
     virtual std::optional<TaskRow> read_task(const TaskRef& task) const = 0;
 
+    /// The largest payload or output (encoded bytes) the store accepts in a
+    /// row. The scheduler refuses larger ones (`SubmitError::Invalid`, a
+    /// failed attempt) rather than let a commit fail on them.
+    virtual std::size_t max_value_bytes() const = 0;
+
 protected:
     Journal() = default;
     Journal(const Journal&) = delete;

@@ -5,6 +5,10 @@
 
 #include <cronoq/config_error.hpp>
 
+#include <sqlite3.h>
+
+#include <algorithm>
+
 namespace cronoq {
 
 using namespace store::sqlite;
@@ -28,6 +32,10 @@ std::shared_ptr<SqliteStore> SqliteStore::open(std::filesystem::path file, Sqlit
     configure_writer(*impl->writer, config.durability);
     migrate(*impl->writer);
     impl->inspection = std::make_unique<Connection>(impl->path, Connection::Mode::ReadWrite, busy_wait(config));
+    // A value near SQLITE_LIMIT_LENGTH would fail its commit (and, retried,
+    // every commit after it): such a value is refused before it is written.
+    const int limit = sqlite3_limit(impl->writer->get(), SQLITE_LIMIT_LENGTH, -1);
+    impl->max_value_bytes_ = static_cast<std::size_t>(limit) - std::min<std::size_t>(static_cast<std::size_t>(limit) / 2, 1 << 20);
     return std::shared_ptr<SqliteStore>(new SqliteStore(std::move(impl)));
 }
 

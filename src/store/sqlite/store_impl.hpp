@@ -29,6 +29,9 @@ struct SqliteStore::Impl final : store::Journal {
     void release() override;
     store::Figures figures() const override;
     std::optional<store::TaskRow> read_task(const TaskRef& task) const override;
+    std::size_t max_value_bytes() const override { return max_value_bytes_; }
+    /// SQLite's limit on a string or blob, less room for the rest of a row.
+    std::size_t max_value_bytes_ = 0;
 
     const std::filesystem::path path;
     const SqliteStoreConfig config;

@@ -74,6 +74,16 @@ TEST(DurableScheduler, AnAcknowledgedSubmissionIsInTheStore) {
     EXPECT_EQ(store->get_task(TaskRef("k"))->status, TaskStatus::Cancelled);
 }
 
+TEST(DurableScheduler, AValueTooLargeForTheStoreIsRefusedBeforeItIsWritten) {
+    test::ScratchDir dir;
+    auto store = test::open_store(dir.file("s.db"));
+    // SQLite takes values up to SQLITE_LIMIT_LENGTH (10^9 bytes by default);
+    // the store keeps room for the rest of a row below it.
+    const std::size_t limit = store->journal().max_value_bytes();
+    EXPECT_GT(limit, 500'000'000u);
+    EXPECT_LT(limit, 1'000'000'000u);
+}
+
 TEST(DurableScheduler, TrySubmitIsDurableAfterFlush) {
     test::ScratchDir dir;
     auto store = test::open_store(dir.file("s.db"));
