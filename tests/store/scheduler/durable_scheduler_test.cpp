@@ -74,7 +74,7 @@ TEST(DurableScheduler, AnAcknowledgedSubmissionIsInTheStore) {
     EXPECT_EQ(store->get_task(TaskRef("k"))->status, TaskStatus::Cancelled);
 }
 
-TEST(DurableScheduler, AValueTooLargeForTheStoreIsRefusedBeforeItIsWritten) {
+TEST(DurableScheduler, TheStoreNamesTheLargestValueItAcceptsBelowSqlitesLimit) {
     test::ScratchDir dir;
     auto store = test::open_store(dir.file("s.db"));
     // SQLite takes values up to SQLITE_LIMIT_LENGTH (10^9 bytes by default);
