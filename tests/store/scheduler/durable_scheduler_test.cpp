@@ -316,3 +316,45 @@ TEST(DurableScheduler, FindSeesATaskWithoutAKeyThroughItsEnd) {
     for (std::size_t i = 0; i < results.size(); ++i)
         EXPECT_EQ(*sched.find(TaskRef(results[i].value().id()))->get(), "x" + std::to_string(i) + "!");
 }
+
+TEST(DurableScheduler, RowsOfAnUnknownPoolOrThatCannotBeDecodedEndFailedWithoutStoppingOpen) {
+    test::ScratchDir dir;
+    const auto file = dir.file("s.db");
+    TaskId elsewhere{};
+    TaskId damaged{};
+    TaskId fine{};
+    {
+        auto sched = Durable::builder()
+                         .threads(1)
+                         .pool(echo_pool())
+                         .pool(Pool<std::string, std::string>("q").executor_fn(
+                             [](TaskContext, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
+                                 co_return *s;
+                             }))
+                         .store(test::open_store(file))
+                         .open();
+        elsewhere = sched.submit(Task<std::string>("q-task").pool("q").start_in(1h)).id();
+        damaged = sched.submit(Task<std::string>("damaged").start_in(2h)).id();
+        fine = sched.submit(Task<std::string>("fine").start_in(3h)).id();  // apart: one reservation at a time
+        sched.shutdown(0s);  // hands them over
+    }
+    test::RawDb(file).exec("UPDATE tasks SET options = 'not json' WHERE id = " + std::to_string(damaged.value));
+    auto sched = open(file);  // declares pool "p" only
+    EXPECT_EQ(sched.status(TaskRef(fine)), TaskStatus::Scheduled);
+    sched.flush();
+    auto store = test::open_store(file);
+    const auto q = store->get_task(TaskRef(elsewhere));
+    EXPECT_EQ(q->status, TaskStatus::Failed);
+    EXPECT_EQ(q->last_error, "unknown pool after restart: q");
+    const auto d = store->get_task(TaskRef(damaged));
+    EXPECT_EQ(d->status, TaskStatus::Failed);
+    EXPECT_EQ(d->last_error.rfind("decode: ", 0), 0u) << d->last_error;
+    // Their handles tell the same.
+    try {
+        sched.find(TaskRef(elsewhere))->get();
+        FAIL() << "the task of an unknown pool failed";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Failed);
+        EXPECT_EQ(e.message(), "unknown pool after restart: q");
+    }
+}
