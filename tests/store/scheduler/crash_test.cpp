@@ -51,11 +51,6 @@ Pool<std::string, std::string> side_effect_pool(std::string side_effects) {
         });
 }
 
-void say(const std::string& line) {
-    const std::string out = line + "\n";
-    [[maybe_unused]] const auto n = ::write(STDOUT_FILENO, out.data(), out.size());
-}
-
 }  // namespace
 
 /// `--child submit <store file> <side effect file> <count>`: leads, then

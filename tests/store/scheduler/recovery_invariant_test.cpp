@@ -52,11 +52,6 @@ Pool<std::string, std::string> behaving_pool() {
         });
 }
 
-void say(const std::string& line) {
-    const std::string out = line + "\n";
-    [[maybe_unused]] const auto n = ::write(STDOUT_FILENO, out.data(), out.size());
-}
-
 }  // namespace
 
 /// `--child random <store file> <seed>`: random calls until killed, "S <n>"
@@ -153,13 +148,12 @@ TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
     // what it recovered, not what it ran since.
     std::promise<void> gate;
     std::shared_future<void> gate_open = gate.get_future().share();
-    auto gated = Pool<std::string, std::string>("p").workers(3, 3, 3).executor_fn(
-        [gate_open](TaskContext ctx, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
-            auto wait = offload(ctx, [gate_open] { gate_open.wait(); });
-            co_await std::move(wait);
-            co_return *s + "!";
-        });
-    auto sched = test::Durable::builder().threads(2).retention(24h).pool(std::move(gated)).store(test::open_store(file)).open();
+    auto sched = test::Durable::builder()
+                     .threads(2)
+                     .retention(24h)
+                     .pool(test::gated_pool(gate_open, 3))
+                     .store(test::open_store(file))
+                     .open();
     std::uint64_t largest = 0;
     std::map<TaskStatus, int> seen;
     for (const auto& [id, status] : committed) {

@@ -29,12 +29,6 @@ namespace cronoq::test {
 
 namespace {
 
-void say(const std::string& line) {
-    std::string out = line + "\n";
-    std::replace(out.begin(), out.end() - 1, '\n', ' ');
-    [[maybe_unused]] const auto n = ::write(STDOUT_FILENO, out.data(), out.size());
-}
-
 /// Each attempt takes a few milliseconds, so that a leader killed or
 /// frozen has attempts running; "<payload>!".
 Pool<std::string, std::string> slow_pool() {
@@ -171,13 +165,7 @@ TEST(StandbyScheduler, AFrozenLeaderIsFencedWhenItWakesAndWritesNothingAfterTheT
     // of what it took over while the old leader wakes.
     std::promise<void> gate;
     std::shared_future<void> gate_open = gate.get_future().share();
-    auto gated = Pool<std::string, std::string>("p").workers(2, 2, 2).executor_fn(
-        [gate_open](TaskContext ctx, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
-            auto wait = offload(ctx, [gate_open] { gate_open.wait(); });
-            co_await std::move(wait);
-            co_return *s + "!";
-        });
-    Standby standby(file, std::move(gated));
+    Standby standby(file, test::gated_pool(gate_open, 2));
     Acks acks;
     acks.read(leader, 5);
     bool led = false;
