@@ -7,7 +7,6 @@
 #include <cronoq/snapshot.hpp>
 
 #include "event_queue.hpp"
-#include "recurring_definition.hpp"
 #include "scheduler_state.hpp"
 
 #include <asio/io_context.hpp>
@@ -328,51 +327,6 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
         handles.push_back(s.admitted(ids.value()[i], std::move(records[i]), s.durable ? &encoded[i] : nullptr));
     s.apply(now);
     return handles;
-}
-
-void SchedulerCore::add_recurring(RecurringRequest r) {
-    if (r.name.empty()) throw ConfigError("recurring: name must not be empty");
-    const std::string where = "recurring \"" + r.name + "\": ";
-    std::optional<CronExpr> expr;
-    try {
-        expr = CronExpr::parse(r.cron);
-        (void)expr->next_after(std::chrono::system_clock::now(), r.tz);  // validates the zone
-    } catch (const ConfigError& e) {
-        throw ConfigError(where + e.what());
-    }
-    if (r.deadline_after && r.deadline_after->count() <= 0) throw ConfigError(where + "deadline_after must be positive");
-    std::string definition;  // with a store: made off the mutex (the codec is the application's)
-    if (s_->durable) {
-        auto bytes = s_->encode(r.task);
-        if (!bytes) throw ConfigError(where + "task: " + bytes.message());
-        definition = encode_schedule(r, bytes.value().payload, bytes.value().wall);
-    }
-    State::Step step(*s_);
-    if (r.task.pool && !s_->engine.find_pool(*r.task.pool))
-        throw ConfigError(where + "no pool named \"" + *r.task.pool + "\"");
-    if (s_->shutting_down) throw ConfigError(where + "the scheduler is shutting down");
-    // A schedule replaced under its name (a process re-adding its
-    // schedules after a restart, say) goes on from its last occurrence, so
-    // that it fires none twice and one it missed once.
-    std::optional<std::chrono::system_clock::time_point> last_fired;
-    if (auto old = s_->schedules.find(r.name); old != s_->schedules.end()) last_fired = old->second.last_fired;
-    const auto first = expr->next_after(last_fired.value_or(s_->clock->system_now()), r.tz);
-    Schedule schedule{std::move(r), *expr, first.value_or(std::chrono::system_clock::time_point::max()), std::nullopt};
-    schedule.last_fired = last_fired;
-    const std::string name = schedule.request.name;
-    s_->schedules.insert_or_assign(name, std::move(schedule));
-    if (s_->durable) s_->write(store::RecurringPut{name, std::move(definition)});
-    s_->rearm_recurring();
-}
-
-bool SchedulerCore::remove_recurring(std::string_view name) {
-    State::Step step(*s_);
-    auto it = s_->schedules.find(name);
-    if (it == s_->schedules.end()) return false;
-    s_->schedules.erase(it);
-    if (s_->durable) s_->write(store::RecurringRemoved{std::string(name)});
-    s_->rearm_recurring();
-    return true;
 }
 
 void SchedulerCore::set_rate(std::string_view bucket, double rate_per_s) {
