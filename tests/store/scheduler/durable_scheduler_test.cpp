@@ -187,6 +187,16 @@ TEST(DurableScheduler, ShutdownHandsQueuedWorkToTheNextLeader) {
     EXPECT_EQ(r->status(), TaskStatus::Cancelled);
 }
 
+namespace {
+
+// A coroutine function, not a lambda: its parameters live in its frame.
+asio::awaitable<void> set_when_lead_lost(Scheduler<std::string, std::string> sched, bool& lost) {
+    co_await sched.leadership_lost();
+    lost = true;
+}
+
+}  // namespace
+
 TEST(DurableScheduler, LeadershipLostCompletesWhenShutdownReleasesTheLead) {
     test::ScratchDir dir;
     asio::io_context io;
@@ -195,19 +205,16 @@ TEST(DurableScheduler, LeadershipLostCompletesWhenShutdownReleasesTheLead) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            auto sched = co_await Scheduler<std::string, std::string>::builder()
-                             .pool(echo_pool())
-                             .store(store)
-                             .open(co_await asio::this_coro::executor);
+            // GCC 12: no temporary (a builder, a lambda) in a full-expression
+            // with a co_await; each is named first.
+            const auto ex = co_await asio::this_coro::executor;
+            auto builder = Scheduler<std::string, std::string>::builder();
+            builder.pool(echo_pool()).store(store);
+            auto opening = builder.open(ex);
+            auto sched = co_await std::move(opening);
             auto h = co_await sched.submit(Task<std::string>("a"));
             EXPECT_EQ(*co_await h.result(), "a!");
-            asio::co_spawn(
-                co_await asio::this_coro::executor,
-                [&lost, sched]() mutable -> asio::awaitable<void> {
-                    co_await sched.leadership_lost();
-                    lost = true;
-                },
-                asio::detached);
+            asio::co_spawn(ex, set_when_lead_lost(sched, lost), asio::detached);
             co_await sched.flush();
             co_await sched.shutdown(0s);
         },
