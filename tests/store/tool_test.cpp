@@ -178,9 +178,14 @@ TEST_F(ToolTest, ErrorsExitNonZeroWithAMessage) {
     EXPECT_EQ(newer.status, 1);
     EXPECT_NE(newer.err.find("newer"), std::string::npos) << newer.err;
 
-    const ToolRun postgres = run_tool(dir, {"--store", "postgresql://localhost/db", "stats"});
+    // A server that is not there (a socket folder that does not exist).
+    const ToolRun postgres = run_tool(dir, {"--store", "postgresql:///db?host=/nonexistent-cronoq-dir", "stats"});
     EXPECT_EQ(postgres.status, 1);
+#ifdef CRONOQ_STORE_TOOL_POSTGRES
+    EXPECT_NE(postgres.err.find("cannot connect to the PostgreSQL server"), std::string::npos) << postgres.err;
+#else
     EXPECT_NE(postgres.err.find("not built with PostgreSQL support"), std::string::npos) << postgres.err;
+#endif
 
     const ToolRun usage = run_tool(dir, {"--store", file(), "list", "--status", "sleeping"});
     EXPECT_EQ(usage.status, 2);

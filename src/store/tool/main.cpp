@@ -4,10 +4,14 @@
 #include "sqlite/connection.hpp"
 #include "sqlite/rows.hpp"
 #include "sqlite/schema.hpp"
+#ifdef CRONOQ_STORE_TOOL_POSTGRES
+#include "postgres/store_impl.hpp"
+#endif
 
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,12 +21,13 @@ namespace {
 using namespace cronoq;
 using namespace cronoq::store;
 
-constexpr const char* usage = R"(usage: cronoq-store --store <sqlite path | postgresql:// conninfo> [--json] <command>
+constexpr const char* usage = R"(usage: cronoq-store --store <sqlite path | postgresql:// conninfo> [--schema NAME] [--json] <command>
 commands:
   stats                                     task counts by status, schedules, leader
   list --status <status> [--limit N]        tasks with a status (default limit 100), oldest first
   show <id|key>                             one task
   prune --older-than <duration>             remove terminal tasks updated longer ago (7d, 12h, 30m, 45s)
+--schema names the PostgreSQL schema of the store (default cronoq).
 --json prints machine-readable output on stdout; messages go to stderr.
 )";
 
@@ -33,6 +38,7 @@ struct UsageError {
 
 struct Options {
     std::string store;
+    std::string schema = "cronoq";
     bool json = false;
     std::vector<std::string> command;
 };
@@ -46,6 +52,9 @@ Options parse(int argc, char** argv) {
         } else if (arg == "--store") {
             if (++i == argc) throw UsageError{"--store needs a path"};
             options.store = argv[i];
+        } else if (arg == "--schema") {
+            if (++i == argc) throw UsageError{"--schema needs a name"};
+            options.schema = argv[i];
         } else if (arg == "--json") {
             options.json = true;
         } else if (arg.starts_with("--")) {
@@ -73,18 +82,80 @@ void expect_arguments(const std::vector<std::string>& args, std::size_t count) {
     if (args.size() != count) throw UsageError{"wrong arguments for " + args[0]};
 }
 
-int stats(sqlite::Connection& db, const Options& options) {
+/// A store the commands read: a SQLite file or a PostgreSQL schema.
+class Reader {
+public:
+    virtual ~Reader() = default;
+    virtual sqlite::StoreStats stats() = 0;
+    virtual std::vector<TaskRow> list(TaskStatus status, std::size_t limit) = 0;
+    virtual std::optional<TaskRow> find(const TaskRef& task) = 0;
+    virtual std::size_t prune(WallTime cutoff, std::size_t limit) = 0;
+};
+
+class SqliteReader final : public Reader {
+public:
+    explicit SqliteReader(const std::string& file)
+        : db_(file, sqlite::Connection::Mode::ReadWrite, std::chrono::seconds(5)) {
+        sqlite::verify(db_);
+    }
+    sqlite::StoreStats stats() override {
+        sqlite::ReadTransaction read(db_);
+        return sqlite::read_stats(db_);
+    }
+    std::vector<TaskRow> list(TaskStatus status, std::size_t limit) override {
+        return sqlite::list_tasks(db_, status, limit);
+    }
+    std::optional<TaskRow> find(const TaskRef& task) override { return sqlite::find_task(db_, task); }
+    std::size_t prune(WallTime cutoff, std::size_t limit) override { return sqlite::prune_tasks(db_, cutoff, limit); }
+
+private:
+    sqlite::Connection db_;
+};
+
+#ifdef CRONOQ_STORE_TOOL_POSTGRES
+class PostgresReader final : public Reader {
+public:
+    PostgresReader(const std::string& conninfo, const std::string& schema)
+        : db_(conninfo, std::chrono::seconds(5)), names_(db_, schema) {
+        postgres::verify(db_, names_);
+    }
+    sqlite::StoreStats stats() override {
+        // One snapshot for every figure.
+        db_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        const postgres::StoreStats s = postgres::read_stats(db_, names_);
+        db_.exec("COMMIT");
+        sqlite::StoreStats out;
+        out.schema_version = s.schema_version;
+        out.tasks_by_status = s.tasks_by_status;
+        out.tasks = s.tasks;
+        out.recurring = s.recurring;
+        out.marks = s.marks;
+        out.leader = sqlite::LeaderRow{s.leader.epoch, s.leader.holder, s.leader.expires_at};
+        return out;
+    }
+    std::vector<TaskRow> list(TaskStatus status, std::size_t limit) override {
+        return postgres::list_tasks(db_, names_, status, limit);
+    }
+    std::optional<TaskRow> find(const TaskRef& task) override { return postgres::find_task(db_, names_, task); }
+    std::size_t prune(WallTime cutoff, std::size_t limit) override {
+        return postgres::prune_tasks(db_, names_, cutoff, limit);
+    }
+
+private:
+    postgres::Connection db_;
+    postgres::Names names_;
+};
+#endif
+
+int stats(Reader& db, const Options& options) {
     expect_arguments(options.command, 1);
-    const sqlite::StoreStats stats = [&] {
-        sqlite::ReadTransaction read(db);
-        return sqlite::read_stats(db);
-    }();
+    const sqlite::StoreStats stats = db.stats();
     if (options.json) std::cout << tool::stats_json(stats).dump(2) << "\n";
     else std::cout << tool::stats_text(stats);
     return 0;
 }
 
-int list(sqlite::Connection& db, const Options& options) {
+int list(Reader& db, const Options& options) {
     const auto& args = options.command;
     const auto status_name = flag(args, "--status");
     if (!status_name) throw UsageError{"list needs --status <status>"};
@@ -101,7 +172,7 @@ int list(sqlite::Connection& db, const Options& options) {
         }
     }
     expect_arguments(args, 3 + (flag(args, "--limit") ? 2 : 0));
-    const auto rows = sqlite::list_tasks(db, *status, limit);
+    const auto rows = db.list(*status, limit);
     if (options.json) {
         nlohmann::json out = nlohmann::json::array();
         for (const auto& row : rows) out.push_back(tool::task_json(row));
@@ -113,14 +184,14 @@ int list(sqlite::Connection& db, const Options& options) {
     return 0;
 }
 
-int show(sqlite::Connection& db, const Options& options) {
+int show(Reader& db, const Options& options) {
     expect_arguments(options.command, 2);
     const std::string& name = options.command[1];
     std::optional<TaskRow> row;
     // All digits: an id first, then a key that happens to be a number.
     if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos && name.size() < 20)
-        row = sqlite::find_task(db, TaskRef(TaskId{std::stoull(name)}));
-    if (!row) row = sqlite::find_task(db, TaskRef(name));
+        row = db.find(TaskRef(TaskId{std::stoull(name)}));
+    if (!row) row = db.find(TaskRef(name));
     if (!row) {
         std::cerr << "cronoq-store: no task with id or key \"" << name << "\" in " << options.store << "\n";
         return 1;
@@ -130,7 +201,7 @@ int show(sqlite::Connection& db, const Options& options) {
     return 0;
 }
 
-int prune(sqlite::Connection& db, const Options& options) {
+int prune(Reader& db, const Options& options) {
     const auto& args = options.command;
     const auto text = flag(args, "--older-than");
     if (!text) throw UsageError{"prune needs --older-than <duration>"};
@@ -140,7 +211,7 @@ int prune(sqlite::Connection& db, const Options& options) {
     const auto cutoff = sqlite::age_cutoff(std::chrono::system_clock::now(), *older_than);
     std::size_t total = 0;
     for (;;) {  // chunks, each its own short transaction
-        const std::size_t removed = sqlite::prune_tasks(db, cutoff, 1000);
+        const std::size_t removed = db.prune(cutoff, 1000);
         total += removed;
         if (removed < 1000) break;
     }
@@ -150,15 +221,22 @@ int prune(sqlite::Connection& db, const Options& options) {
 }
 
 int run(const Options& options) {
-    if (options.store.starts_with("postgresql://") || options.store.starts_with("postgres://")) {
+    const std::string& command = options.command[0];
+    const bool postgresql = options.store.starts_with("postgresql://") || options.store.starts_with("postgres://");
+#ifndef CRONOQ_STORE_TOOL_POSTGRES
+    if (postgresql) {
         std::cerr << "cronoq-store: this cronoq-store was not built with PostgreSQL support\n";
         return 1;
     }
-    const std::string& command = options.command[0];
+#endif
     if (command != "stats" && command != "list" && command != "show" && command != "prune")
         throw UsageError{"unknown command " + command};
-    sqlite::Connection db(options.store, sqlite::Connection::Mode::ReadWrite, std::chrono::seconds(5));
-    sqlite::verify(db);
+    std::unique_ptr<Reader> reader;
+#ifdef CRONOQ_STORE_TOOL_POSTGRES
+    if (postgresql) reader = std::make_unique<PostgresReader>(options.store, options.schema);
+#endif
+    if (!reader) reader = std::make_unique<SqliteReader>(options.store);
+    Reader& db = *reader;
     if (command == "stats") return stats(db, options);
     if (command == "list") return list(db, options);
     if (command == "show") return show(db, options);

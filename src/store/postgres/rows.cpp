@@ -1,0 +1,376 @@
+// The schema, the changes a commit writes, the inspection queries and the
+// recovery load, in the store's PostgreSQL schema.
+#include "store_impl.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+namespace cronoq::store::postgres {
+
+namespace {
+
+/// FNV-1a: a stable 64-bit key for the schema's advisory lock.
+std::int64_t lock_key_of(const std::string& schema) {
+    std::uint64_t hash = 14695981039346656037ull;
+    const std::string text = std::string("cronoq:") + schema;
+    for (const unsigned char c : text) {
+        hash ^= c;
+        hash *= 1099511628211ull;
+    }
+    return static_cast<std::int64_t>(hash);
+}
+
+const std::string& terminal_list() {
+    static const std::string list = [] {
+        std::string out = "(";
+        for (int s = static_cast<int>(TaskStatus::Succeeded); s <= static_cast<int>(TaskStatus::Shed); ++s) {
+            if (out.size() > 1) out += ", ";
+            out += '\'';
+            out += to_string(static_cast<TaskStatus>(s));
+            out += '\'';
+        }
+        out += ')';
+        return out;
+    }();
+    return list;
+}
+
+constexpr const char* task_columns =
+    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
+
+std::int64_t to_int64(std::uint64_t value) {
+    return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+               ? std::numeric_limits<std::int64_t>::max()
+               : static_cast<std::int64_t>(value);
+}
+
+Param optional_time(const std::optional<WallTime>& time) {
+    if (!time) return Param::null();
+    return Param(to_stored(*time));
+}
+
+TaskRow read_row(const Result& r, int i, const Names& names) {
+    TaskRow row;
+    row.id = TaskId{static_cast<std::uint64_t>(r.int64(i, 0))};
+    row.key = r.optional_text(i, 1);
+    row.pool = r.text(i, 2);
+    row.kind = r.text(i, 3);
+    const std::string status = r.text(i, 4);
+    const auto parsed = status_from_string(status);
+    if (!parsed) {
+        std::string what = "task " + std::to_string(row.id.value);
+        what += " in the PostgreSQL schema ";
+        what += names.schema;
+        what += " has an unknown status \"";
+        what += status;
+        what += '"';
+        throw StoreError(StoreErrorKind::Corrupt, what);
+    }
+    row.status = *parsed;
+    row.attempt = static_cast<std::uint32_t>(r.int64(i, 5));
+    row.last_error = r.text(i, 6);
+    row.submitted_at = from_stored(r.int64(i, 7));
+    row.updated_at = from_stored(r.int64(i, 8));
+    if (!r.is_null(i, 9)) row.run_at = from_stored(r.int64(i, 9));
+    row.options = r.text(i, 10);
+    row.payload = r.bytes(i, 11);
+    row.output = r.optional_bytes(i, 12);
+    return row;
+}
+
+std::string schema_v1(const Names& n) {
+    std::string sql;
+    sql += "CREATE TABLE " + n.tasks;
+    sql += " (id bigint PRIMARY KEY, key text, pool text NOT NULL, kind text NOT NULL, status text NOT NULL, "
+           "attempt bigint NOT NULL, last_error text NOT NULL, submitted_at bigint NOT NULL, "
+           "updated_at bigint NOT NULL, run_at bigint, options text NOT NULL, payload bytea NOT NULL, output bytea);";
+    sql += "CREATE INDEX tasks_by_key ON " + n.tasks;
+    sql += " (key) WHERE key IS NOT NULL;";
+    sql += "CREATE INDEX tasks_by_status ON " + n.tasks;
+    sql += " (status, updated_at);";
+    sql += "CREATE TABLE " + n.recurring;
+    sql += " (name text PRIMARY KEY, definition text NOT NULL, last_fired bigint);";
+    sql += "CREATE TABLE " + n.meta;
+    sql += " (name text PRIMARY KEY, value bigint NOT NULL);";
+    sql += "INSERT INTO " + n.meta;
+    sql += " (name, value) VALUES ('schema_version', 1), ('next_task_id', 0), ('next_lease_id', 0);";
+    sql += "CREATE TABLE " + n.leader;
+    sql += " (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, holder text, backend_pid integer, "
+           "expires_at timestamptz NOT NULL);";
+    sql += "INSERT INTO " + n.leader;
+    sql += " (id, epoch, holder, backend_pid, expires_at) VALUES (1, 0, NULL, NULL, '-infinity');";
+    return sql;
+}
+
+/// The schema's version; 0 when the schema is missing or holds nothing.
+std::int64_t read_version(Connection& c, const Names& n) {
+    Result shape = c.exec(
+        "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = $1), "
+        "(SELECT count(*) FROM pg_class k JOIN pg_namespace s ON s.oid = k.relnamespace WHERE s.nspname = $1), "
+        "(SELECT count(*) FROM pg_class k JOIN pg_namespace s ON s.oid = k.relnamespace "
+        " WHERE s.nspname = $1 AND k.relname = 'meta' AND k.relkind = 'r')",
+        {n.schema});
+    if (shape.int64(0, 0) == 0 || shape.int64(0, 1) == 0) return 0;
+    std::string not_ours = "not a cronoq store: the PostgreSQL schema ";
+    not_ours += n.schema;
+    not_ours += " holds other tables";
+    if (shape.int64(0, 2) == 0) throw StoreError(StoreErrorKind::Corrupt, not_ours);
+    std::int64_t version = 0;
+    try {
+        Result r = c.exec("SELECT value FROM " + n.meta + " WHERE name = 'schema_version'");
+        if (r.rows() != 1) throw StoreError(StoreErrorKind::Corrupt, not_ours);
+        version = r.int64(0, 0);
+    } catch (const StoreError& error) {
+        if (error.kind() == StoreErrorKind::Corrupt || !c.alive()) throw;
+        std::string what = not_ours;
+        what += " (";
+        what += error.what();
+        what += ')';
+        throw StoreError(StoreErrorKind::Corrupt, what);
+    }
+    if (version > schema_version) {
+        std::string what = "the store in the PostgreSQL schema " + n.schema;
+        what += " has schema version " + std::to_string(version);
+        what += ", newer than this cronoq reads (" + std::to_string(schema_version);
+        what += "): a newer cronoq migrated it; use that version";
+        throw StoreError(StoreErrorKind::SchemaTooNew, what);
+    }
+    if (version < 1) throw StoreError(StoreErrorKind::Corrupt, not_ours);
+    return version;
+}
+
+}  // namespace
+
+Names::Names(const Connection& connection, const std::string& name)
+    : schema(name), quoted(connection.identifier(name)), lock_key(lock_key_of(name)) {
+    tasks = quoted + ".tasks";
+    recurring = quoted + ".recurring";
+    meta = quoted + ".meta";
+    leader = quoted + ".leader";
+}
+
+std::int64_t to_stored(WallTime time) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
+}
+
+WallTime from_stored(std::int64_t nanoseconds) {
+    return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(nanoseconds)));
+}
+
+WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age) {
+    const std::int64_t stored = to_stored(now);
+    if (age.count() >= stored) return WallTime{};
+    return from_stored(stored - age.count());
+}
+
+std::string lease_expiry(int n) {
+    std::string sql = "now() + interval '1 microsecond' * $";
+    sql += std::to_string(n);
+    sql += "::bigint";
+    return sql;
+}
+
+Param lease_param(std::chrono::nanoseconds lease) {
+    // At most a century: a lease of nanoseconds::max() lasts until released
+    // without overflowing the server's timestamps.
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::min<std::chrono::nanoseconds>(lease, std::chrono::hours(24 * 365 * 100)));
+    return Param(static_cast<std::int64_t>(std::max<std::int64_t>(micros.count(), 1)));
+}
+
+void migrate(Connection& c, const Names& n) {
+    try {
+        if (read_version(c, n) == schema_version) return;
+    } catch (const StoreError& error) {
+        if (error.kind() != StoreErrorKind::Io) throw;
+        // Missing privileges on the catalog are reported by the locked pass.
+    }
+    c.exec("BEGIN");
+    try {
+        c.exec("SELECT pg_advisory_xact_lock($1::bigint)", {Param(n.lock_key ^ 1)});
+        std::int64_t version = read_version(c, n);
+        if (version == 0) {
+            c.exec("CREATE SCHEMA IF NOT EXISTS " + n.quoted);
+            c.exec(schema_v1(n));
+            version = 1;
+        }
+        // Migrations from version n to n + 1 go here, in this transaction.
+        c.exec("COMMIT");
+    } catch (...) {
+        if (c.alive()) {
+            try {
+                c.exec("ROLLBACK");
+            } catch (const StoreError&) {
+            }
+        }
+        throw;
+    }
+}
+
+std::int64_t verify(Connection& c, const Names& n) {
+    const std::int64_t version = read_version(c, n);
+    if (version == 0) {
+        std::string what = "not a cronoq store: the PostgreSQL schema ";
+        what += n.schema;
+        what += " is missing or empty";
+        throw StoreError(StoreErrorKind::Corrupt, what);
+    }
+    return version;
+}
+
+void append_change(std::vector<Query>& out, const Names& n, const Change& change) {
+    std::visit(
+        [&](const auto& c) {
+            using C = std::decay_t<decltype(c)>;
+            if constexpr (std::is_same_v<C, TaskInserted>) {
+                const TaskRow& r = c.row;
+                out.push_back(Query{"INSERT INTO " + n.tasks + " (" + task_columns +
+                                        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                                    {Param(to_int64(r.id.value)), Param(r.key), Param(r.pool), Param(r.kind),
+                                     Param(std::string(to_string(r.status))), Param(std::int64_t{r.attempt}),
+                                     Param(r.last_error), Param(to_stored(r.submitted_at)),
+                                     Param(to_stored(r.updated_at)), optional_time(r.run_at), Param(r.options),
+                                     Param::bytes(r.payload), r.output ? Param::bytes(*r.output) : Param::null()}});
+            } else if constexpr (std::is_same_v<C, TaskTransition>) {
+                out.push_back(Query{"UPDATE " + n.tasks +
+                                        " SET status = $2, attempt = $3, last_error = $4, updated_at = $5, "
+                                        "run_at = $6, output = coalesce($7::bytea, output) WHERE id = $1",
+                                    {Param(to_int64(c.id.value)), Param(std::string(to_string(c.status))),
+                                     Param(std::int64_t{c.attempt}), Param(c.last_error),
+                                     Param(to_stored(c.updated_at)), optional_time(c.run_at),
+                                     c.output ? Param::bytes(*c.output) : Param::null()}});
+            } else if constexpr (std::is_same_v<C, TaskKeyReleased>) {
+                out.push_back(Query{"UPDATE " + n.tasks + " SET key = NULL WHERE id = $1", {Param(to_int64(c.id.value))}});
+            } else if constexpr (std::is_same_v<C, RecurringPut>) {
+                out.push_back(Query{"INSERT INTO " + n.recurring +
+                                        " (name, definition) VALUES ($1, $2) "
+                                        "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
+                                    {Param(c.name), Param(c.definition)}});
+            } else if constexpr (std::is_same_v<C, RecurringRemoved>) {
+                out.push_back(Query{"DELETE FROM " + n.recurring + " WHERE name = $1", {Param(c.name)}});
+            } else if constexpr (std::is_same_v<C, RecurringFired>) {
+                out.push_back(Query{"UPDATE " + n.recurring + " SET last_fired = $2 WHERE name = $1",
+                                    {Param(c.name), Param(to_stored(c.fired_at))}});
+            } else {
+                static_assert(std::is_same_v<C, HighWaterMarks>);
+                out.push_back(Query{"UPDATE " + n.meta +
+                                        " SET value = greatest(value, CASE name WHEN 'next_task_id' THEN $1::bigint "
+                                        "ELSE $2::bigint END) WHERE name IN ('next_task_id', 'next_lease_id')",
+                                    {Param(to_int64(c.next_task_id)), Param(to_int64(c.next_lease_id))}});
+            }
+        },
+        change);
+}
+
+std::optional<TaskRow> find_task(Connection& c, const Names& n, const TaskRef& task) {
+    std::string sql = std::string("SELECT ") + task_columns;
+    sql += " FROM " + n.tasks;
+    if (task.id) {
+        sql += " WHERE id = $1";
+        Result r = c.exec(sql, {Param(to_int64(task.id->value))});
+        if (r.rows() == 0) return std::nullopt;
+        return read_row(r, 0, n);
+    }
+    if (!task.key) return std::nullopt;
+    sql += " WHERE key = $1 ORDER BY id DESC LIMIT 1";
+    Result r = c.exec(sql, {Param(*task.key)});
+    if (r.rows() == 0) return std::nullopt;
+    return read_row(r, 0, n);
+}
+
+std::vector<TaskRow> list_tasks(Connection& c, const Names& n, TaskStatus status, std::size_t limit) {
+    std::string sql = std::string("SELECT ") + task_columns;
+    sql += " FROM " + n.tasks;
+    sql += " WHERE status = $1 ORDER BY id LIMIT $2";
+    Result r = c.exec(sql, {Param(std::string(to_string(status))), Param(to_int64(limit))});
+    std::vector<TaskRow> rows;
+    for (int i = 0; i < r.rows(); ++i) rows.push_back(read_row(r, i, n));
+    return rows;
+}
+
+std::string prune_sql(const Names& n) {
+    std::string sql = "DELETE FROM " + n.tasks;
+    sql += " WHERE id IN (SELECT id FROM " + n.tasks;
+    sql += " WHERE status IN " + terminal_list();
+    sql += " AND updated_at < $1 LIMIT $2)";
+    return sql;
+}
+
+std::size_t prune_tasks(Connection& c, const Names& n, WallTime cutoff, std::size_t limit) {
+    Result r = c.exec(prune_sql(n), {Param(to_stored(cutoff)), Param(to_int64(limit))});
+    return static_cast<std::size_t>(r.affected());
+}
+
+Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
+    Recovered out;
+    std::string sql = std::string("SELECT ") + task_columns;
+    sql += " FROM " + n.tasks;
+    sql += " WHERE status NOT IN " + terminal_list();
+    sql += " OR updated_at >= $1 ORDER BY id";
+    Result tasks = c.exec(sql, {Param(to_stored(terminal_since))});
+    for (int i = 0; i < tasks.rows(); ++i) out.tasks.push_back(read_row(tasks, i, n));
+    Result recurring = c.exec("SELECT name, definition, last_fired FROM " + n.recurring + " ORDER BY name");
+    for (int i = 0; i < recurring.rows(); ++i) {
+        RecurringRow row{recurring.text(i, 0), recurring.text(i, 1), std::nullopt};
+        if (!recurring.is_null(i, 2)) row.last_fired = from_stored(recurring.int64(i, 2));
+        out.recurring.push_back(std::move(row));
+    }
+    Result marks = c.exec("SELECT name, value FROM " + n.meta + " WHERE name IN ('next_task_id', 'next_lease_id')");
+    for (int i = 0; i < marks.rows(); ++i) {
+        const auto value = static_cast<std::uint64_t>(marks.int64(i, 1));
+        if (marks.text(i, 0) == "next_task_id") out.marks.next_task_id = value;
+        else out.marks.next_lease_id = value;
+    }
+    return out;
+}
+
+StoredTask to_stored_task(TaskRow row) {
+    StoredTask task;
+    task.id = row.id;
+    task.key = std::move(row.key);
+    task.pool = std::move(row.pool);
+    task.kind = std::move(row.kind);
+    task.status = row.status;
+    task.attempt = row.attempt;
+    task.last_error = std::move(row.last_error);
+    task.submitted_at = row.submitted_at;
+    task.updated_at = row.updated_at;
+    task.payload = std::move(row.payload);
+    task.output = std::move(row.output);
+    return task;
+}
+
+StoreStats read_stats(Connection& c, const Names& n) {
+    StoreStats stats;
+    stats.schema_version = verify(c, n);
+    Result counts = c.exec("SELECT status, count(*) FROM " + n.tasks + " GROUP BY status ORDER BY status");
+    for (int i = 0; i < counts.rows(); ++i) {
+        stats.tasks_by_status[counts.text(i, 0)] = counts.int64(i, 1);
+        stats.tasks += counts.int64(i, 1);
+    }
+    stats.recurring = c.exec("SELECT count(*) FROM " + n.recurring).int64(0, 0);
+    const Recovered marks = [&] {
+        Recovered r;
+        Result m = c.exec("SELECT name, value FROM " + n.meta + " WHERE name IN ('next_task_id', 'next_lease_id')");
+        for (int i = 0; i < m.rows(); ++i) {
+            const auto value = static_cast<std::uint64_t>(m.int64(i, 1));
+            if (m.text(i, 0) == "next_task_id") r.marks.next_task_id = value;
+            else r.marks.next_lease_id = value;
+        }
+        return r;
+    }();
+    stats.marks = marks.marks;
+    Result leader = c.exec("SELECT epoch, holder, backend_pid, CASE WHEN isfinite(expires_at) THEN "
+                           "(extract(epoch FROM expires_at) * 1000000)::bigint * 1000 ELSE 0 END FROM " +
+                           n.leader + " WHERE id = 1");
+    if (leader.rows() == 1) {
+        stats.leader.epoch = static_cast<std::uint64_t>(leader.int64(0, 0));
+        stats.leader.holder = leader.optional_text(0, 1);
+        if (!leader.is_null(0, 2)) stats.leader.backend_pid = leader.int64(0, 2);
+        stats.leader.expires_at = from_stored(leader.int64(0, 3));
+    }
+    return stats;
+}
+
+}  // namespace cronoq::store::postgres
