@@ -226,6 +226,29 @@ TEST_F(PgJournal, TheLeaderPrunesInTheBackground) {
     EXPECT_TRUE(store->get_task(TaskId{2}));
 }
 
+TEST_F(PgJournal, AFailingCommitIsRetriedInOrderThenTheLeadIsGivenUp) {
+    PgSchema schema;
+    Leader leader(schema, 600ms);
+    leader.commit(insert_batch(1));
+    // Task 1 again: the insert fails, and so does every retry; the batch
+    // behind it waits, and nothing after the failing one commits first.
+    const auto failing = leader.store->journal().enqueue(insert_batch(1));
+    leader.store->journal().enqueue(insert_batch(2));
+    ASSERT_TRUE(leader.reports.wait_lost());
+    EXPECT_EQ(leader.reports.lost->reason, store::LostReason::Failed);
+    EXPECT_NE(leader.reports.lost->message.find("duplicate key"), std::string::npos) << leader.reports.lost->message;
+    std::size_t failures = 0;
+    for (const auto& c : leader.reports.commits) {
+        if (!c.error) continue;
+        ++failures;
+        EXPECT_EQ(c.committed, failing - 1);
+        EXPECT_TRUE(c.failing_since);
+    }
+    EXPECT_GE(failures, 2u) << "retried with backoff";
+    EXPECT_FALSE(leader.store->get_task(TaskId{2}));
+    EXPECT_GE(leader.store->journal().figures().failed_commits, failures);
+}
+
 TEST_F(PgJournal, SchemaChecksAtConnect) {
     PgSchema schema;
     RawPg raw;

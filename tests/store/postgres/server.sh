@@ -3,6 +3,8 @@
 # socket in <dir> only (no TCP):
 #   server.sh start <dir>   initdb, start, wait until ready, create cronoq_test
 #   server.sh stop <dir>    stop it and remove <dir>
+#   server.sh pause <dir>   stop it (fast shutdown), keeping its data
+#   server.sh resume <dir>  start it again after a pause
 # PostgreSQL refuses to run as root: as root the server runs as the user
 # postgres (runuser), otherwise as the calling user.
 set -eu
@@ -19,6 +21,11 @@ start)
     if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
     as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log"; exit 1; }
+    "$0" resume "$dir"
+    "$bin/createdb" -h "$dir" -U postgres cronoq_test
+    echo "PostgreSQL ready in $dir"
+    ;;
+resume)
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
         -o "-k $dir -c listen_addresses='' -c max_connections=200 -c fsync=off" start >/dev/null ||
         { cat "$dir/server.log"; exit 1; }
@@ -28,8 +35,9 @@ start)
         [ "$i" -lt 300 ] || { echo "the server in $dir did not become ready"; cat "$dir/server.log"; exit 1; }
         sleep 0.1
     done
-    "$bin/createdb" -h "$dir" -U postgres cronoq_test
-    echo "PostgreSQL ready in $dir"
+    ;;
+pause)
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
     ;;
 stop)
     if [ -d "$dir/data" ]; then as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null || true; fi
