@@ -246,13 +246,15 @@ TEST(Journal, PruneRemovesOnlyTerminalRowsOlderThanAsked) {
 
 TEST(Journal, TheLeaderPrunesRowsPastKeepFinishedInTheBackground) {
     ScratchDir dir;
-    Leader leader(dir, SqliteStoreConfig{Durability::Full, 10s, 1h});
+    // keep_finished 10 s: a prune every second (keep_finished / 10, at least
+    // 1 s). With a longer one the next prune after a first pass that ran
+    // before the commit below could be a minute away.
+    Leader leader(dir, SqliteStoreConfig{Durability::Full, 10s, 10s});
     store::TaskRow old_row = task_row(1);
     old_row.status = TaskStatus::Succeeded;
     old_row.updated_at = std::chrono::system_clock::now() - 2h;
     leader.commit(Batch{{store::TaskInserted{old_row}, store::TaskInserted{task_row(2)}}});
-    // The first background prune runs about a second after leading; only a
-    // hang guard bounds this wait.
+    // Only a hang guard bounds this wait.
     const auto guard = std::chrono::steady_clock::now() + 60s;
     while (leader.store->get_task(TaskId{1}) && std::chrono::steady_clock::now() < guard)
         std::this_thread::sleep_for(20ms);
