@@ -201,8 +201,10 @@ public:
     /// for a retained task without a key (the driver keeps no payload of
     /// it). A task known only from its stored row gets its deadline and
     /// start at the same distance from the retry as they were from its
-    /// first submission. Throws SubmitException when the new task cannot be
-    /// admitted (e.g. `ShuttingDown`, `UnknownPool`). Safe from any thread.
+    /// first submission (its row is read on the calling thread, a short
+    /// transaction; a StoreError if the store cannot be read). Throws
+    /// SubmitException when the new task cannot be admitted (e.g.
+    /// `ShuttingDown`, `UnknownPool`). Safe from any thread.
     std::optional<TaskHandle<O>> retry(TaskRef ref) {
         auto state = owner_->core->retry(ref);
         if (!state) return std::nullopt;
