@@ -171,7 +171,9 @@ TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
         }
     }
     sched.flush();
-    EXPECT_EQ(committed_rows(file).size(), committed.size());
+    // One count, in one statement: the new leader moves tasks between
+    // statuses while a list per status would be read.
+    EXPECT_EQ(test::RawDb(file).query_int("SELECT count(*) FROM tasks"), static_cast<std::int64_t>(committed.size()));
     std::string summary;
     for (const auto& [s, n] : seen) summary += std::string(to_string(s)) + " " + std::to_string(n) + " ";
     std::cout << "killed after " << kill_after << " calls; committed: " << summary << "\n";
