@@ -29,9 +29,11 @@ public:
     bool cancel() { return state_->cancel(); }
 
     /// Waits for the task's end: its output if it succeeded (null for `void`),
-    /// else throws `TaskFailure` with the status and last error. A real Asio
-    /// operation: it keeps the io_context busy while it waits, and its
-    /// completion is posted to the awaiting coroutine's executor.
+    /// else throws `TaskFailure` with the status and last error. When the
+    /// task has already ended, the coroutine goes on at once, without
+    /// suspending. Otherwise a real Asio operation: it keeps the io_context
+    /// busy while it waits, and its completion is posted to the awaiting
+    /// coroutine's executor.
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through). Any of
@@ -40,8 +42,10 @@ public:
     /// `result()` may be awaited again.
     asio::awaitable<std::shared_ptr<const O>> result() const {
         auto state = state_;
-        auto done = detail::WaitList::async_wait(detail::HandleState::done_waits(state), asio::use_awaitable);
-        co_await std::move(done);
+        if (!state->finished()) {
+            auto done = detail::WaitList::async_wait(detail::HandleState::done_waits(state), asio::use_awaitable);
+            co_await std::move(done);
+        }
         co_return std::static_pointer_cast<const O>(state->outcome());
     }
 

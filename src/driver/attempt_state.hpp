@@ -93,6 +93,9 @@ struct Attempt final : AttemptState, RunningLink {
     TaskRecord* record = nullptr;  // kept alive by `task`
     const PoolRuntime* pool = nullptr;
     asio::cancellation_signal signal;
+    /// The next attempt a step starts after the engine's mutex (guarded by
+    /// it until the step takes the list).
+    std::shared_ptr<Attempt> next_start;
 };
 
 }  // namespace cronoq::detail

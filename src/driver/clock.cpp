@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 namespace cronoq {
 
@@ -19,20 +20,29 @@ public:
     core::Time now() const override { return core::Time(std::chrono::steady_clock::now().time_since_epoch()); }
     std::chrono::system_clock::time_point system_now() const override { return std::chrono::system_clock::now(); }
 
+    // The Asio timer is made on first use: the first timer of an
+    // io_context starts its reactor, and from then on every pass of its
+    // run loop polls the kernel (epoll_wait). A scheduler whose engine never
+    // asks for a wakeup (no timeouts, starts, backoffs, buckets) keeps the
+    // application's io_context free of that cost.
     class SteadyTimer final : public Timer {
     public:
-        explicit SteadyTimer(asio::any_io_executor ex) : timer_(std::move(ex)) {}
+        explicit SteadyTimer(asio::any_io_executor ex) : ex_(std::move(ex)) {}
         void arm(core::Time at, std::function<void()> on_due) override {
-            timer_.expires_at(std::chrono::steady_clock::time_point(
+            if (!timer_) timer_.emplace(ex_);
+            timer_->expires_at(std::chrono::steady_clock::time_point(
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(at.time_since_epoch())));
-            timer_.async_wait([f = std::move(on_due)](std::error_code ec) {
+            timer_->async_wait([f = std::move(on_due)](std::error_code ec) {
                 if (!ec) f();
             });
         }
-        void disarm() override { timer_.cancel(); }
+        void disarm() override {
+            if (timer_) timer_->cancel();
+        }
 
     private:
-        asio::steady_timer timer_;
+        asio::any_io_executor ex_;
+        std::optional<asio::steady_timer> timer_;
     };
 
     std::unique_ptr<Timer> make_timer(asio::any_io_executor ex) override { return std::make_unique<SteadyTimer>(std::move(ex)); }

@@ -43,6 +43,18 @@ void validate(const PoolDefinition& d) {
         throw ConfigError(pool_field(d, "workers: initial is 0 and no autoscaler can raise it (set autoscale or initial >= 1)"));
 }
 
+// Whether the io_context was made for one thread (concurrency hint 1):
+// the application's promise that one thread runs it, which Asio itself
+// relies on to drop its locking.
+bool runs_on_one_thread(asio::io_context& io) {
+#if defined(ASIO_HAS_IOCP)
+    (void)io;
+    return false;
+#else
+    return asio::use_service<asio::detail::scheduler>(io).concurrency_hint() == 1;
+#endif
+}
+
 bool needs_wall(const TaskRequest& r) { return r.deadline_at || r.deadline_in || r.start_at; }
 
 }  // namespace
@@ -184,13 +196,17 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         PoolRuntime& p = state->pools.emplace_back();
         p.executor = d.run_on ? *d.run_on : executor;
         p.name = std::make_shared<const std::string>(d.engine.name);
-        p.strands.reserve(strands_per_pool);
         const auto* io = p.executor.target<asio::io_context::executor_type>();
-        for (std::size_t i = 0; i < strands_per_pool; ++i) {
-            if (io)
-                p.strands.emplace_back(asio::make_strand(*io));
-            else
-                p.strands.emplace_back(asio::make_strand(p.executor));
+        if (io && runs_on_one_thread(io->context())) {
+            p.lanes.push_back(p.executor);
+        } else {
+            p.lanes.reserve(strands_per_pool);
+            for (std::size_t i = 0; i < strands_per_pool; ++i) {
+                if (io)
+                    p.lanes.emplace_back(asio::make_strand(*io));
+                else
+                    p.lanes.emplace_back(asio::make_strand(p.executor));
+            }
         }
         p.def = std::move(d);
     }

@@ -2,13 +2,14 @@
 // The driver core's state and its step pipeline (SPEC §13).
 //
 // Engine steps: every call that changes the engine runs inside a `Step`,
-// which holds the engine's mutex. Attempts report their end through an
-// inbox instead of taking the mutex: whoever holds the mutex drains the
-// inbox before letting go (a report that finds the mutex taken is served
-// by its holder), so one acquisition serves many reports.
+// which holds the engine's mutex. An attempt's end takes the mutex only if
+// it is free; otherwise it goes to an inbox that the holder drains before
+// letting go, so one acquisition serves many reports.
 //
 // Under the mutex the driver only calls the engine and does its own cheap
-// bookkeeping (launching and aborting attempts is a post). What touches
+// bookkeeping (aborting an attempt is a post). Attempts dispatched in a
+// step start after it, free of every lock: on a thread that runs their
+// executor they start at once, otherwise they are posted. What touches
 // waiters or the application — completing handles, publishing events,
 // logging, waking the shutdown — is collected as `Deferred` work and done
 // after the mutex is released, still in the engine's order: the next step
@@ -54,12 +55,15 @@ struct PoolRuntime {
     // Shared with every task's info, so that a TaskContext outliving the
     // scheduler still knows its pool's name.
     std::shared_ptr<const std::string> name;
-    // Attempts run on one of these strands, chosen by lease: Asio requires
-    // cancellation to be emitted where the coroutine runs, and a fixed set
-    // costs nothing per attempt (see docs/design.md).
-    // Each wraps a strand; over an io_context's executor the strand is small
-    // enough for the type-erased executor to hold it without allocating.
-    std::vector<asio::any_io_executor> strands;
+    // Where attempts run, chosen by lease: Asio requires cancellation to be
+    // emitted where the coroutine runs. Over an io_context that may be run
+    // by several threads, a fixed set of strands (costing nothing per
+    // attempt; each small enough for the type-erased executor to hold
+    // without allocating). Over an io_context made for one thread
+    // (concurrency hint 1), the pool's executor alone: one thread already
+    // serializes an attempt and its abort. See docs/design.md.
+    std::vector<asio::any_io_executor> lanes;
+    const asio::any_io_executor& lane(LeaseId lease) const { return lanes[lease.value % lanes.size()]; }
     // Submitters waiting for room under OverflowPolicy::Wait, in order; the
     // head is woken when the engine announces space.
     std::deque<std::shared_ptr<WaitList>> waiting_submits;
@@ -193,6 +197,10 @@ struct SchedulerCore::State {
     std::vector<core::Action> actions;
     std::vector<Deferred> deferred;
     std::vector<AttemptEnd> ends;  // the inbox drained into this buffer
+    // Attempts dispatched in this step, in order: started once the step has
+    // let go of the engine (a start may run the executor inline).
+    std::shared_ptr<Attempt> starts;
+    Attempt* starts_tail = nullptr;
     std::unique_ptr<Clock::Timer> timer;
     std::optional<core::Time> armed;
     std::unique_ptr<Clock::Timer> recurring_timer;  // at the earliest next occurrence
@@ -317,7 +325,11 @@ struct SchedulerCore::State {
     void on_wakeup();
 
     // ---- attempts ---------------------------------------------------------------------
-    /// What the attempt's coroutine returned or threw, reported on its strand.
+    /// No lock held: starts each attempt of the list on its lane.
+    static void start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept;
+    /// On the attempt's lane: makes the executor's coroutine and spawns it.
+    static void start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) noexcept;
+    /// What the attempt's coroutine returned or threw, reported on its lane.
     static void end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a, std::exception_ptr thrown,
                             AttemptOutput out);
     void link_running(Attempt& a);

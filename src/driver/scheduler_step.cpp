@@ -8,10 +8,12 @@
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace cronoq::detail {
 
@@ -88,6 +90,8 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
         if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
         const store::Sequence step_seq = durable ? enqueue_step() : 0;
+        std::shared_ptr<Attempt> starting = std::move(starts);
+        starts_tail = nullptr;
         // In order: this step's work is delivered before the next step's.
         std::unique_lock delivery(deliver_mu);
         delivering.swap(deferred);  // both buffers keep their capacity
@@ -95,6 +99,9 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
         deliver(delivering, step_seq);
         delivering.clear();
         delivery.unlock();
+        // Free of both locks: a start may run the executor on this thread,
+        // and the executor may call into the scheduler.
+        if (starting) start_all(self.lock(), std::move(starting));
         std::atomic_thread_fence(std::memory_order_seq_cst);  // see post_end
         // An end posted while this step held the mutex found it taken and
         // left itself to us: serve it, unless another step already does.
@@ -103,6 +110,15 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
 }
 
 void SchedulerCore::State::post_end(AttemptEnd end) {
+    {
+        // Nobody holds the engine: serve this end at once, without the inbox.
+        std::unique_lock lock(mu, std::try_to_lock);
+        if (lock) {
+            ends.push_back(std::move(end));
+            serve_ends(clock->now());
+            return end_step(lock);
+        }
+    }
     {
         std::lock_guard lock(inbox_mu);
         inbox.push_back(std::move(end));
@@ -116,9 +132,14 @@ void SchedulerCore::State::post_end(AttemptEnd end) {
 }
 
 void SchedulerCore::State::serve_ends(core::Time now) {
-    {
+    if (inbox_filled.load(std::memory_order_acquire)) {
         std::lock_guard lock(inbox_mu);
-        ends.swap(inbox);
+        if (ends.empty()) {
+            ends.swap(inbox);  // both buffers keep their capacity
+        } else {
+            std::move(inbox.begin(), inbox.end(), std::back_inserter(ends));
+            inbox.clear();
+        }
         inbox_filled.store(false, std::memory_order_relaxed);
     }
     for (AttemptEnd& end : ends) {
@@ -212,27 +233,71 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     attempt->pool = &pool;
     record->live = attempt;
     link_running(*attempt);
-    const auto* strand = &pool.strands[d.lease.value % pool.strands.size()];
-    // co_spawn dispatches: it could run the attempt inline, under our mutex.
-    // Posting the launch keeps the executor out of it. The completion holds
-    // the core: what the attempt reports needs it.
-    // The executor's own coroutine is spawned: no frame of the driver's
-    // sits between it and Asio; its end (or what it threw) comes to the
-    // completion, on the same strand.
-    asio::post(*strand, [core = self.lock(), attempt = std::move(attempt), strand]() mutable {
-        auto& slot = attempt->signal;
+    // Started when the step ends, after the engine's mutex: the executor
+    // must never run under it.
+    Attempt* added = attempt.get();
+    if (starts_tail)
+        starts_tail->next_start = std::move(attempt);
+    else
+        starts = std::move(attempt);
+    starts_tail = added;
+}
+
+namespace {
+// Starts under way on this thread: a start that runs the executor inline
+// may reach another step's starts, which are then posted, so that a chain
+// of tasks that submit each other cannot grow the stack.
+thread_local int starting_depth = 0;
+}  // namespace
+
+void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
+    while (first) {
+        std::shared_ptr<Attempt> a = std::move(first);
+        first = std::move(a->next_start);
+        if (!core) continue;  // the scheduler is being destroyed: nothing may start
+        const auto& lane = a->pool->lane(a->lease);
+        // Dispatch: on a thread that runs the io_context, with the lane
+        // free, the attempt starts at once instead of going round the
+        // io_context's queue (one pass of its run loop less per task).
+        auto go = [core, a]() mutable { start(std::move(core), std::move(a)); };
         try {
-            auto run = attempt->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
-                                                       attempt->task->payload);
-            asio::co_spawn(*strand, std::move(run),
-                           asio::bind_cancellation_slot(
-                               slot.slot(), [core, attempt](std::exception_ptr e, AttemptOutput out) mutable {
-                                   end_attempt(std::move(core), std::move(attempt), e, std::move(out));
-                               }));
-        } catch (...) {  // the coroutine could not even be made (its frame not allocated)
-            end_attempt(std::move(core), std::move(attempt), std::current_exception(), {});
+            if (starting_depth == 0)
+                asio::dispatch(lane, std::move(go));
+            else
+                asio::post(lane, std::move(go));
+        } catch (...) {  // the handler could not be allocated
+            end_attempt(core, std::move(a), std::current_exception(), {});
         }
-    });
+    }
+}
+
+void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> attempt) noexcept {
+    // Aborted between its dispatch and now (another thread's step, or a
+    // timeout): the executor never runs; the engine has ended the lease.
+    if (attempt->cancel.is_cancelled()) {
+        auto aborted = std::make_exception_ptr(TaskError::cancelled());
+        return end_attempt(std::move(core), std::move(attempt), aborted, {});
+    }
+    struct Depth {
+        Depth() { ++starting_depth; }
+        ~Depth() { --starting_depth; }
+    } depth;
+    auto& slot = attempt->signal;
+    const auto& lane = attempt->pool->lane(attempt->lease);
+    try {
+        // The executor's own coroutine is spawned: no frame of the driver's
+        // sits between it and Asio; its end (or what it threw) comes to the
+        // completion, on the same lane. co_spawn runs it at once (we are on
+        // its lane) up to its first suspension.
+        auto run = attempt->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
+                                                   attempt->task->payload);
+        asio::co_spawn(lane, std::move(run),
+                       asio::bind_cancellation_slot(slot.slot(), [core, attempt](std::exception_ptr e, AttemptOutput out) mutable {
+                           end_attempt(std::move(core), std::move(attempt), e, std::move(out));
+                       }));
+    } catch (...) {  // the coroutine could not even be made (its frame not allocated)
+        end_attempt(std::move(core), std::move(attempt), std::current_exception(), {});
+    }
 }
 
 void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_clock::time_point) {
@@ -244,13 +309,13 @@ void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_cl
         log([task = a.task, lease = a.lease, reason = a.reason] {
             logger()->debug("task {} lease {}: aborting attempt ({})", task.value, lease.value, core::to_string(reason));
         });
-    const auto& strand = found->pool->strands[a.lease.value % found->pool->strands.size()];
-    // On the attempt's strand, in the order of SPEC §4: the executor's
+    const auto& lane = found->pool->lane(a.lease);
+    // On the attempt's lane, in the order of SPEC §4: the executor's
     // abort, then the context, then Asio cancellation of the coroutine.
     // Each step is contained, so a throwing abort or on_cancel callback
     // neither escapes the application's run() nor skips the later steps.
     // The core is held: the coroutine may have returned meanwhile.
-    asio::post(strand, [core = self.lock(), owner, found, lease = a.lease] {
+    asio::post(lane, [core = self.lock(), owner, found, lease = a.lease] {
         if (const auto& abort = found->pool->def.executor.abort)
             contained("the executor's abort", *found, [&] { abort(lease); });
         found->cancel.cancel();  // contains its callbacks

@@ -164,7 +164,7 @@ asio::awaitable<std::int64_t> round_trips(Sched sched, int n) {
 }
 
 void BM_DriverRoundTrip(benchmark::State& state) {
-    asio::io_context io;
+    asio::io_context io(1);  // run by this thread alone, and made for it (concurrency hint 1)
     Sched sched = make_scheduler(io, 1);
     auto run_batch = [&] {
         bool done = false;
@@ -211,7 +211,7 @@ asio::awaitable<std::int64_t> spawn_round_trips(int n) {
 }
 
 void BM_AsioCoSpawnBaseline(benchmark::State& state) {
-    asio::io_context io;
+    asio::io_context io(1);  // run by this thread alone, and made for it (concurrency hint 1)
     auto run_batch = [&] {
         bool done = false;
         bool ok = false;

@@ -36,6 +36,11 @@ public:
     static std::shared_ptr<WaitList> done_waits(const std::shared_ptr<HandleState>& state) {
         return std::shared_ptr<WaitList>(state, &state->done_waits_);
     }
+    /// Whether the terminal outcome is recorded (`outcome()` may be read).
+    bool finished() const {
+        std::lock_guard lock(mu_);
+        return done_;
+    }
     /// Precondition: terminal. The output if Succeeded; otherwise throws
     /// TaskFailure.
     std::shared_ptr<const void> outcome() const;
