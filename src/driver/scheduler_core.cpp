@@ -367,7 +367,7 @@ bool SchedulerCore::cancel(const TaskRef& ref) {
 }
 
 std::optional<TaskStatus> SchedulerCore::status(const TaskRef& ref) const {
-    std::lock_guard lock(s_->mu);  // reads only: no step
+    State::Read read(*s_);
     const auto task = s_->resolve(ref);
     return task ? s_->engine.status(*task) : std::nullopt;
 }
@@ -390,7 +390,7 @@ void SchedulerCore::shutdown_now() {
 std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
     auto q = std::make_shared<EventQueue>(s_->options.event_capacity);
     // Under both mutexes: a step that sees the count publishes to it.
-    std::lock_guard engine(s_->mu);
+    State::Read engine(*s_);
     std::lock_guard delivering(s_->deliver_mu);
     if (s_->drained->is_set()) {
         q->close();
@@ -423,7 +423,7 @@ void SchedulerCore::heartbeat(LeaseId lease) {
 }
 
 std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool) const {
-    std::lock_guard lock(s_->mu);
+    State::Read read(*s_);
     auto id = s_->engine.find_pool(pool);
     if (!id) return std::nullopt;
     return s_->engine.counters(*id);
@@ -432,7 +432,7 @@ std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool)
 Snapshot SchedulerCore::snapshot() const {
     Snapshot out;
     {
-        std::lock_guard lock(s_->mu);  // reads only: no step
+        State::Read read(*s_);
         const auto now = s_->clock->now();
         out.pools.reserve(s_->pools.size());
         for (core::PoolId i = 0; i < s_->pools.size(); ++i) {
@@ -448,12 +448,12 @@ Snapshot SchedulerCore::snapshot() const {
 }
 
 std::uint64_t SchedulerCore::lock_acquisitions() const {
-    std::lock_guard lock(s_->mu);
+    State::Read read(*s_);
     return s_->mu.acquisitions();
 }
 
 std::uint64_t SchedulerCore::late_reports() const {
-    std::lock_guard lock(s_->mu);
+    State::Read read(*s_);
     return s_->engine.late_reports();
 }
 

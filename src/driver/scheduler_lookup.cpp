@@ -65,7 +65,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::resubmit_one(Ta
 std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
     store::Sequence pending = 0;  // the commit that carries what the engine knows
     {
-        std::lock_guard lock(s_->mu);  // reads only: no step
+        State::Read read(*s_);
         if (const auto task = s_->resolve(ref)) {
             // The engine hands back the record while the driver holds it: for
             // every live task, and for a retained one that has a key.

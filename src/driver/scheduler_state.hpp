@@ -2,9 +2,10 @@
 // The driver core's state and its step pipeline (SPEC §13).
 //
 // Engine steps: every call that changes the engine runs inside a `Step`,
-// which holds the engine's mutex. An attempt's end takes the mutex only if
-// it is free; otherwise it goes to an inbox that the holder drains before
-// letting go, so one acquisition serves many reports.
+// which holds the engine's mutex; a call that only reads the engine holds
+// it in a `Read`. An attempt's end takes the mutex only if it is free;
+// otherwise it goes to an inbox that the holder, step or reader, serves
+// when letting go, so one acquisition serves many reports.
 //
 // Under the mutex the driver only calls the engine and does its own cheap
 // bookkeeping (aborting an attempt is a post). Attempts dispatched in a
@@ -247,9 +248,27 @@ struct SchedulerCore::State {
         State& s_;
         std::unique_lock<EngineMutex> lock_;
     };
+    /// Holds the engine to read it only (no engine call that changes it).
+    /// A reader holds the mutex like a step, so an attempt's end posted
+    /// meanwhile is left to it as to a step: on the way out it serves that
+    /// end (as a step), else the end would wait for a next step that may
+    /// never come, and its handle never complete.
+    class Read {
+    public:
+        explicit Read(State& s) : s_(s), lock_(s.mu) {}
+        ~Read() { s_.end_read(lock_); }
+        Read(const Read&) = delete;
+        Read& operator=(const Read&) = delete;
+
+    private:
+        State& s_;
+        std::unique_lock<EngineMutex> lock_;
+    };
     /// Ends a step: with `lock` held, serves the inbox and collects the
     /// deferred work; then releases it and delivers that work in order.
     void end_step(std::unique_lock<EngineMutex>& lock);
+    /// Ends a read: releases `lock`, then serves an end posted meanwhile.
+    void end_read(std::unique_lock<EngineMutex>& lock);
     /// Queues an attempt's end; served by whichever step comes next, at
     /// once if nobody holds the engine.
     void post_end(AttemptEnd end);

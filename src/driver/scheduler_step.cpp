@@ -109,6 +109,14 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     }
 }
 
+void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
+    lock.unlock();
+    // As at the end of a step (the fence pairs with post_end's): an end
+    // that found the mutex held by this reader is served here.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (inbox_filled.load(std::memory_order_acquire) && lock.try_lock()) end_step(lock);
+}
+
 void SchedulerCore::State::post_end(AttemptEnd end) {
     {
         // Nobody holds the engine: serve this end at once, without the inbox.

@@ -333,7 +333,7 @@ asio::awaitable<void> SchedulerCore::flush() {
     auto self = shared_from_this();
     store::Sequence seq = 0;
     {
-        std::lock_guard lock(s_->mu);
+        State::Read read(*s_);
         seq = s_->durable->enqueued;
     }
     auto done = WaitList::create();
