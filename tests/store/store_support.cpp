@@ -72,9 +72,11 @@ store::LeadHandlers Reports::handlers(std::chrono::nanoseconds retention) {
     return h;
 }
 
-bool Reports::wait(const std::function<bool(const Reports&)>& ready) {
+bool Reports::wait(const std::function<bool(const Reports&)>& ready) { return wait(ready, hang_guard); }
+
+bool Reports::wait(const std::function<bool(const Reports&)>& ready, std::chrono::nanoseconds timeout) {
     std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, hang_guard, [&] { return ready(*this); });
+    return changed_.wait_for(lock, timeout, [&] { return ready(*this); });
 }
 
 bool Reports::wait_leading() {

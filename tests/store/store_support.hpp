@@ -44,6 +44,8 @@ public:
     /// Waits until `ready(*this)` holds (under the lock); false after the
     /// hang guard.
     bool wait(const std::function<bool(const Reports&)>& ready);
+    /// The same, giving up after `timeout`.
+    bool wait(const std::function<bool(const Reports&)>& ready, std::chrono::nanoseconds timeout);
     bool wait_leading();
     bool wait_committed(store::Sequence sequence);
     bool wait_lost();

@@ -101,8 +101,12 @@ void Connection::fail(std::string_view doing, const pg_result* result) const {
     StoreErrorKind kind = StoreErrorKind::Io;
     if (result) {
         const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-        // 40001 serialization failure, 40P01 deadlock, 55P03 lock not available.
+        // 55P03 lock not available. Class 23, an integrity constraint
+        // violation, is a row the scheduler believes new that exists
+        // already: the store does not match the scheduler's ids (Corrupt,
+        // as in the SQLite store).
         if (state && (std::string_view(state) == "55P03")) kind = StoreErrorKind::Busy;
+        if (state && std::string_view(state).substr(0, 2) == "23") kind = StoreErrorKind::Corrupt;
     }
     throw StoreError(kind, message);
 }

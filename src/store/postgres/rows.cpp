@@ -21,21 +21,6 @@ std::int64_t lock_key_of(const std::string& schema) {
     return static_cast<std::int64_t>(hash);
 }
 
-const std::string& terminal_list() {
-    static const std::string list = [] {
-        std::string out = "(";
-        for (int s = static_cast<int>(TaskStatus::Succeeded); s <= static_cast<int>(TaskStatus::Shed); ++s) {
-            if (out.size() > 1) out += ", ";
-            out += '\'';
-            out += to_string(static_cast<TaskStatus>(s));
-            out += '\'';
-        }
-        out += ')';
-        return out;
-    }();
-    return list;
-}
-
 constexpr const char* task_columns =
     "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
 
@@ -148,20 +133,6 @@ Names::Names(const Connection& connection, const std::string& name)
     recurring = quoted + ".recurring";
     meta = quoted + ".meta";
     leader = quoted + ".leader";
-}
-
-std::int64_t to_stored(WallTime time) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
-}
-
-WallTime from_stored(std::int64_t nanoseconds) {
-    return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(nanoseconds)));
-}
-
-WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age) {
-    const std::int64_t stored = to_stored(now);
-    if (age.count() >= stored) return WallTime{};
-    return from_stored(stored - age.count());
 }
 
 std::string lease_expiry(int n) {
@@ -292,7 +263,7 @@ std::vector<TaskRow> list_tasks(Connection& c, const Names& n, TaskStatus status
 std::string prune_sql(const Names& n) {
     std::string sql = "DELETE FROM " + n.tasks;
     sql += " WHERE id IN (SELECT id FROM " + n.tasks;
-    sql += " WHERE status IN " + terminal_list();
+    sql += " WHERE status IN " + terminal_status_list();
     sql += " AND updated_at < $1 LIMIT $2)";
     return sql;
 }
@@ -306,7 +277,7 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
     Recovered out;
     std::string sql = std::string("SELECT ") + task_columns;
     sql += " FROM " + n.tasks;
-    sql += " WHERE status NOT IN " + terminal_list();
+    sql += " WHERE status NOT IN " + terminal_status_list();
     sql += " OR updated_at >= $1 ORDER BY id";
     Result tasks = c.exec(sql, {Param(to_stored(terminal_since))});
     for (int i = 0; i < tasks.rows(); ++i) out.tasks.push_back(read_row(tasks, i, n));
@@ -323,22 +294,6 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
         else out.marks.next_lease_id = value;
     }
     return out;
-}
-
-StoredTask to_stored_task(TaskRow row) {
-    StoredTask task;
-    task.id = row.id;
-    task.key = std::move(row.key);
-    task.pool = std::move(row.pool);
-    task.kind = std::move(row.kind);
-    task.status = row.status;
-    task.attempt = row.attempt;
-    task.last_error = std::move(row.last_error);
-    task.submitted_at = row.submitted_at;
-    task.updated_at = row.updated_at;
-    task.payload = std::move(row.payload);
-    task.output = std::move(row.output);
-    return task;
 }
 
 StoreStats read_stats(Connection& c, const Names& n) {

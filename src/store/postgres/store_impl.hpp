@@ -1,22 +1,22 @@
 #pragma once
-// PostgresStore's state: the inspection connection, and the commit pipeline
-// and leadership (store::Journal) run by the store's own thread; the SQL of
-// the schema, its rows and its lease.
+// PostgresStore's state: the inspection connection, and the database half
+// of the store's thread (store::CommitBackend) under the backend-neutral
+// commit pipeline that implements store::Journal; the SQL of the schema,
+// its rows and its lease.
+#include "../commit_pipeline.hpp"
+#include "../stored_values.hpp"
 #include "pg.hpp"
 
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/postgres_store.hpp>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace cronoq::store::postgres {
@@ -33,10 +33,6 @@ struct Names {
     std::int64_t lock_key = 0;
 };
 
-std::int64_t to_stored(WallTime time);
-WallTime from_stored(std::int64_t nanoseconds);
-WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age);
-
 /// Creates the schema or migrates it forward (one process at a time), or
 /// throws Corrupt / SchemaTooNew.
 void migrate(Connection& connection, const Names& names);
@@ -51,7 +47,6 @@ std::vector<TaskRow> list_tasks(Connection& connection, const Names& names, Task
 std::string prune_sql(const Names& names);
 std::size_t prune_tasks(Connection& connection, const Names& names, WallTime cutoff, std::size_t limit);
 Recovered load(Connection& connection, const Names& names, WallTime terminal_since);
-StoredTask to_stored_task(TaskRow row);
 
 /// `now() + lease` as SQL over parameter `$n` (microseconds, bounded).
 std::string lease_expiry(int n);
@@ -78,18 +73,28 @@ StoreStats read_stats(Connection& connection, const Names& names);
 
 namespace cronoq {
 
-struct PostgresStore::Impl final : store::Journal {
+struct PostgresStore::Impl final : store::Journal, store::CommitBackend {
     Impl(std::string conninfo, PostgresStoreConfig config);
+    /// Releases and joins the store's thread while the connections live.
     ~Impl() override;
 
-    void lead(store::LeadHandlers handlers) override;
-    store::Sequence enqueue(store::Batch batch) override;
-    void release() override;
-    store::Figures figures() const override;
+    // store::Journal: the pipeline, and the reads of this backend.
+    void lead(store::LeadHandlers handlers) override { pipeline_.lead(std::move(handlers)); }
+    store::Sequence enqueue(store::Batch batch) override { return pipeline_.enqueue(std::move(batch)); }
+    void release() override { pipeline_.release(); }
+    store::Figures figures() const override { return pipeline_.figures(); }
     std::optional<store::TaskRow> read_task(const TaskRef& task) const override;
     /// A row is read back hex-escaped in one server message (at most 1 GiB):
     /// a payload and an output of 128 MiB each stay well inside it.
     std::size_t max_value_bytes() const override { return std::size_t{128} << 20; }
+
+    // store::CommitBackend, on the store's thread (journal.cpp).
+    std::string name() const override { return "the PostgreSQL schema " + names->schema; }
+    std::optional<std::uint64_t> try_take_over(std::chrono::nanoseconds& next_look) override;
+    store::Recovered recover(std::uint64_t epoch, store::WallTime terminal_since) override;
+    std::size_t commit(const store::Transaction& transaction) override;
+    /// Gives the writer's session up: the advisory lock goes with it.
+    void stopped() override { writer.reset(); }
 
     const std::string conninfo;
     const PostgresStoreConfig config;
@@ -105,41 +110,10 @@ struct PostgresStore::Impl final : store::Journal {
     std::unique_ptr<store::postgres::Connection> writer;
 
 private:
-    struct Queued {
-        store::Sequence sequence;
-        store::Batch batch;
-    };
-
-    void run();
-    std::optional<std::uint64_t> wait_to_lead();
-    std::optional<std::uint64_t> try_lead();
-    void lead_loop(std::uint64_t epoch);
-    std::vector<Queued> take_group();
-    void put_back(std::vector<Queued> group);
-    void lose(store::LostReason reason, std::string message);
-    void record_commit(std::chrono::nanoseconds latency, std::size_t changes);
-    void pause(std::chrono::nanoseconds duration);
-    std::chrono::nanoseconds poll_interval() const;
-
-    mutable std::mutex mutex_;
-    std::condition_variable wake_;
-    std::deque<Queued> queue_;
-    store::Sequence next_sequence_ = 1;
-    store::Sequence committed_ = 0;
-    bool lead_called_ = false;
-    bool release_requested_ = false;
-    bool finished_ = false;
-    store::LeadHandlers handlers_;
-    std::thread thread_;
-
-    std::uint64_t commits_ = 0;
-    std::uint64_t failed_commits_ = 0;
-    std::uint64_t changes_committed_ = 0;
-    std::uint64_t pending_changes_ = 0;
-    bool leading_ = false;
-    std::uint64_t epoch_ = 0;
-    std::vector<std::int64_t> latencies_;
-    std::size_t latency_next_ = 0;
+    /// The lease statements of every commit, made at the first.
+    std::string check_sql_, renew_sql_, give_up_sql_;
+    /// Last: it is stopped first, while everything it uses still lives.
+    store::CommitPipeline pipeline_;
 };
 
 }  // namespace cronoq

@@ -1,290 +1,63 @@
-// The store's thread: waiting for leadership, group commit, lease renewal,
-// fencing and the background prune.
+// The SQLite half of the store's thread: a look at the lease row, the
+// recovery read, and one write transaction per commit (epoch check and
+// renewal, changes, prune, giving the lease up).
 #include "lease.hpp"
 #include "rows.hpp"
-#include "schema.hpp"
 #include "store_impl.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <stdexcept>
-#include <unistd.h>
 
 namespace cronoq {
 
 using namespace store;
 using namespace store::sqlite;
 using std::chrono::nanoseconds;
-using std::chrono::steady_clock;
 using std::chrono::system_clock;
 
-namespace {
-
-constexpr std::size_t latency_window = 1024;
-/// A transaction stops taking batches beyond this many changes, so one
-/// commit's latency (and a failed one's retry) stays bounded.
-constexpr std::size_t max_group_changes = 16384;
-constexpr std::size_t prune_chunk = 1000;
-
-std::string make_holder() {
-    static std::atomic<unsigned> instances{0};
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    return "pid " + std::to_string(::getpid()) + " on " + host + " #" + std::to_string(++instances);
-}
-
-}  // namespace
-
 SqliteStore::Impl::Impl(std::filesystem::path file, SqliteStoreConfig configuration)
-    : path(std::move(file)), config(configuration), holder(make_holder()) {}
+    : path(std::move(file)),
+      config(configuration),
+      holder(make_holder_name()),
+      // A failing file is looked at again every poll interval.
+      pipeline_(*this, PipelineConfig{config.leader_lease, config.keep_finished, nanoseconds(0)}) {}
 
-SqliteStore::Impl::~Impl() {
-    release();
-    if (thread_.joinable()) thread_.join();
+SqliteStore::Impl::~Impl() { pipeline_.stop(); }
+
+std::optional<std::uint64_t> SqliteStore::Impl::try_take_over(nanoseconds& next_look) {
+    // A read of one row without a lock: cheap enough to poll.
+    const WallTime now = system_clock::now();
+    const LeaderRow row = read_leader(*writer);
+    if (takeable(row, now)) return try_take(*writer, holder, now, config.leader_lease);
+    next_look = std::clamp<nanoseconds>(row.expires_at - now, nanoseconds(1), next_look);
+    return std::nullopt;
 }
 
-nanoseconds SqliteStore::Impl::poll_interval() const {
-    // A standby looks this often for a released or expired lease.
-    // A read of one row without a lock: cheap enough to keep takeover after
-    // a release quick whatever the lease.
-    return std::clamp<nanoseconds>(config.leader_lease / 10, std::chrono::milliseconds(5), std::chrono::milliseconds(100));
-}
-
-void SqliteStore::Impl::lead(LeadHandlers handlers) {
-    std::lock_guard lock(mutex_);
-    if (lead_called_) throw std::logic_error("store::Journal::lead: called twice on one store");
-    lead_called_ = true;
-    handlers_ = std::move(handlers);
-    thread_ = std::thread([this] { run(); });
-}
-
-Sequence SqliteStore::Impl::enqueue(Batch batch) {
-    std::lock_guard lock(mutex_);
-    const Sequence sequence = next_sequence_++;
-    if (finished_) return sequence;
-    pending_changes_ += batch.changes.size();
-    queue_.push_back(Queued{sequence, std::move(batch)});
-    wake_.notify_all();
-    return sequence;
-}
-
-void SqliteStore::Impl::release() {
-    std::lock_guard lock(mutex_);
-    release_requested_ = true;
-    wake_.notify_all();
-}
-
-Figures SqliteStore::Impl::figures() const {
-    std::lock_guard lock(mutex_);
-    Figures f;
-    f.commits = commits_;
-    f.failed_commits = failed_commits_;
-    f.changes_committed = changes_committed_;
-    f.mean_batch_size = commits_ ? static_cast<double>(changes_committed_) / static_cast<double>(commits_) : 0.0;
-    if (!latencies_.empty()) {
-        std::vector<std::int64_t> sorted = latencies_;
-        std::sort(sorted.begin(), sorted.end());
-        const auto at = [&](double q) { return nanoseconds(sorted[static_cast<std::size_t>(q * double(sorted.size() - 1))]); };
-        f.commit_latency_p50 = at(0.50);
-        f.commit_latency_p99 = at(0.99);
-    }
-    f.pending_changes = pending_changes_;
-    f.leading = leading_;
-    f.epoch = epoch_;
-    return f;
-}
-
-void SqliteStore::Impl::pause(nanoseconds duration) {
-    std::unique_lock lock(mutex_);
-    wake_.wait_for(lock, duration, [&] { return release_requested_; });
-}
-
-void SqliteStore::Impl::lose(LostReason reason, std::string message) {
-    {
-        std::lock_guard lock(mutex_);
-        finished_ = true;
-        leading_ = false;
-        queue_.clear();
-        pending_changes_ = 0;
-    }
-    if (handlers_.on_lost) handlers_.on_lost(LeadershipLost{reason, std::move(message)});
-}
-
-void SqliteStore::Impl::run() {
-    const std::optional<std::uint64_t> epoch = wait_to_lead();
-    if (!epoch) {
-        lose(LostReason::Released, "released before this process led " + path.string());
-        return;
-    }
+Recovered SqliteStore::Impl::recover(std::uint64_t epoch, WallTime terminal_since) {
     Recovered recovered;
-    try {
-        {
-            ReadTransaction read(*writer);
-            recovered = load(*writer, age_cutoff(system_clock::now(), handlers_.retention));
-        }
-        // The load may have taken a while: renew before the scheduler starts.
-        WriteTransaction transaction(*writer);
-        check_and_renew(*writer, *epoch, system_clock::now(), config.leader_lease);
-        transaction.commit();
-    } catch (const StoreError& error) {
-        lose(error.kind() == StoreErrorKind::Fenced ? LostReason::Fenced : LostReason::Failed,
-             std::string("cannot recover: ") + error.what());
-        return;
-    }
-    recovered.epoch = *epoch;
     {
-        std::lock_guard lock(mutex_);
-        leading_ = true;
-        epoch_ = *epoch;
+        ReadTransaction read(*writer);
+        recovered = load(*writer, terminal_since);
     }
-    if (handlers_.on_leading) handlers_.on_leading(std::move(recovered));
-    lead_loop(*epoch);
+    // The load may have taken a while: renew before the scheduler starts.
+    WriteTransaction transaction(*writer);
+    check_and_renew(*writer, epoch, system_clock::now(), config.leader_lease);
+    transaction.commit();
+    return recovered;
 }
 
-std::optional<std::uint64_t> SqliteStore::Impl::wait_to_lead() {
-    for (;;) {
-        {
-            std::lock_guard lock(mutex_);
-            if (release_requested_) return std::nullopt;
-        }
-        nanoseconds wait = poll_interval();
-        try {
-            const WallTime now = system_clock::now();
-            const LeaderRow row = read_leader(*writer);
-            if (takeable(row, now)) {
-                if (auto epoch = try_take(*writer, holder, now, config.leader_lease)) return epoch;
-            } else {
-                wait = std::clamp<nanoseconds>(row.expires_at - now, nanoseconds(1), wait);
-            }
-        } catch (const StoreError&) {
-            // A standby is patient: a busy or failing file is looked at
-            // again after the poll interval.
-        }
-        pause(wait);
+std::size_t SqliteStore::Impl::commit(const Transaction& t) {
+    WriteTransaction transaction(*writer);
+    check_and_renew(*writer, t.epoch, system_clock::now(), config.leader_lease);
+    if (!t.batches.empty()) {
+        if (!changer_) changer_.emplace(*writer);
+        for (const Batch* batch : t.batches)
+            for (const Change& change : batch->changes) changer_->apply(change);
     }
-}
-
-std::vector<SqliteStore::Impl::Queued> SqliteStore::Impl::take_group(std::unique_lock<std::mutex>&) {
-    std::vector<Queued> group;
-    std::size_t changes = 0;
-    while (!queue_.empty() && (group.empty() || changes + queue_.front().batch.changes.size() <= max_group_changes)) {
-        changes += queue_.front().batch.changes.size();
-        group.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-    }
-    return group;
-}
-
-void SqliteStore::Impl::put_back(std::vector<Queued> group) {
-    std::lock_guard lock(mutex_);
-    for (auto it = group.rbegin(); it != group.rend(); ++it) queue_.push_front(std::move(*it));
-}
-
-void SqliteStore::Impl::record_commit(nanoseconds latency, std::size_t changes) {
-    std::lock_guard lock(mutex_);
-    ++commits_;
-    changes_committed_ += changes;
-    pending_changes_ -= std::min<std::uint64_t>(pending_changes_, changes);
-    if (latencies_.size() < latency_window) latencies_.push_back(latency.count());
-    else latencies_[latency_next_] = latency.count();
-    latency_next_ = (latency_next_ + 1) % latency_window;
-}
-
-void SqliteStore::Impl::lead_loop(std::uint64_t epoch) {
-    const nanoseconds lease = config.leader_lease;
-    // Bounded so that steady-clock deadlines cannot overflow with a huge lease.
-    const nanoseconds renew_every = std::min<nanoseconds>(lease / 3, std::chrono::hours(1));
-    // Pruned in chunks at this pace, so a large backlog goes over time.
-    const nanoseconds prune_every = std::clamp<nanoseconds>(config.keep_finished / 10, std::chrono::seconds(1),
-                                                             std::chrono::minutes(1));
-    steady_clock::time_point last_renewal = steady_clock::now();
-    steady_clock::time_point next_prune = steady_clock::now();
-    std::optional<steady_clock::time_point> failing_since;
-    nanoseconds backoff = std::chrono::milliseconds(2);
-    std::optional<ChangeWriter> changer;  // prepared once, at the first commit
-
-    for (;;) {
-        std::vector<Queued> group;
-        bool releasing = false;
-        bool pruning = false;
-        {
-            std::unique_lock lock(mutex_);
-            wake_.wait_until(lock, std::min(last_renewal + renew_every, next_prune),
-                             [&] { return !queue_.empty() || release_requested_; });
-            group = take_group(lock);
-            releasing = release_requested_ && queue_.empty();
-        }
-        const steady_clock::time_point start = steady_clock::now();
-        pruning = group.empty() && !releasing && start >= next_prune;
-        if (group.empty() && !releasing && !pruning && start < last_renewal + renew_every) continue;
-
-        std::size_t changes = 0;
-        for (const Queued& queued : group) changes += queued.batch.changes.size();
-        const std::size_t batches = group.size();
-        const Sequence last = group.empty() ? 0 : group.back().sequence;
-        std::size_t pruned = 0;
-        try {
-            WriteTransaction transaction(*writer);
-            check_and_renew(*writer, epoch, system_clock::now(), lease);
-            if (!group.empty()) {
-                if (!changer) changer.emplace(*writer);
-                for (const Queued& queued : group)
-                    for (const Change& change : queued.batch.changes) changer->apply(change);
-            }
-            if (pruning) pruned = prune_tasks(*writer, age_cutoff(system_clock::now(), config.keep_finished), prune_chunk);
-            if (releasing) give_up(*writer);
-            transaction.commit();
-        } catch (const StoreError& error) {
-            if (error.kind() == StoreErrorKind::Fenced) {
-                lose(LostReason::Fenced, error.what());
-                return;
-            }
-            if (!failing_since) failing_since = start;
-            put_back(std::move(group));
-            {
-                std::lock_guard lock(mutex_);
-                ++failed_commits_;
-            }
-            if (handlers_.on_commit) {
-                CommitReport report;
-                report.committed = committed_;
-                report.batches = batches;
-                report.changes = changes;
-                report.error = error;
-                report.failing_since = failing_since;
-                handlers_.on_commit(report);
-            }
-            if (steady_clock::now() - *failing_since >= lease) {
-                lose(LostReason::Failed,
-                     std::string("commits to the store failed for the whole leader lease: ") + error.what());
-                return;
-            }
-            // Not cut short by release(): a release retries like any commit.
-            std::this_thread::sleep_for(backoff);
-            backoff = std::min<nanoseconds>(backoff * 2, std::max<nanoseconds>(lease / 4, std::chrono::milliseconds(1)));
-            continue;
-        }
-        const steady_clock::time_point end = steady_clock::now();
-        last_renewal = start;
-        failing_since.reset();
-        backoff = std::chrono::milliseconds(2);
-        if (pruning) next_prune = end + (pruned == prune_chunk ? nanoseconds(0) : prune_every);
-        if (!group.empty()) {
-            record_commit(end - start, changes);
-            committed_ = last;
-            if (handlers_.on_commit) {
-                CommitReport report;
-                report.committed = last;
-                report.batches = batches;
-                report.changes = changes;
-                handlers_.on_commit(report);
-            }
-        }
-        if (releasing) {
-            lose(LostReason::Released, "leadership of " + path.string() + " released");
-            return;
-        }
-    }
+    std::size_t pruned = 0;
+    if (t.prune_before) pruned = prune_tasks(*writer, *t.prune_before, t.prune_limit);
+    if (t.give_up) give_up(*writer);
+    transaction.commit();
+    return pruned;
 }
 
 }  // namespace cronoq

@@ -6,38 +6,7 @@
 
 namespace cronoq::store::sqlite {
 
-std::int64_t to_stored(WallTime time) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
-}
-
-WallTime from_stored(std::int64_t nanoseconds) {
-    return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(nanoseconds)));
-}
-
-WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age) {
-    const std::int64_t stored = to_stored(now);
-    if (age.count() >= stored) return WallTime{};
-    return from_stored(stored - age.count());
-}
-
 namespace {
-
-/// "('succeeded', 'failed', ...)": the terminal statuses as an SQL list.
-const std::string& terminal_list() {
-    static const std::string list = [] {
-        std::string out = "(";
-        for (int s = static_cast<int>(TaskStatus::Succeeded); s <= static_cast<int>(TaskStatus::Shed); ++s) {
-            if (out.size() > 1) out += ", ";
-            // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a
-            // false positive) on "'" + std::string(...).
-            out += '\'';
-            out += to_string(static_cast<TaskStatus>(s));
-            out += '\'';
-        }
-        return out + ")";
-    }();
-    return list;
-}
 
 constexpr const char* task_columns =
     "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
@@ -162,8 +131,8 @@ std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::
 std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit) {
     // Through the (status, updated_at) index; the limit keeps each write
     // transaction short so a leader's commits do not wait long.
-    const std::string sql = "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE status IN " + terminal_list() +
-                            " AND updated_at < ?1 LIMIT ?2)";
+    const std::string sql = "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE status IN " +
+                            terminal_status_list() + " AND updated_at < ?1 LIMIT ?2)";
     Statement statement(connection, sql.c_str());
     statement.bind(1, to_stored(cutoff)).bind(2, to_int64(limit));
     statement.run();
@@ -173,7 +142,7 @@ std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t lim
 Recovered load(Connection& connection, WallTime terminal_since) {
     Recovered out;
     const std::string sql = std::string("SELECT ") + task_columns + " FROM tasks WHERE status NOT IN " +
-                            terminal_list() + " OR updated_at >= ?1 ORDER BY id";
+                            terminal_status_list() + " OR updated_at >= ?1 ORDER BY id";
     Statement tasks(connection, sql.c_str());
     tasks.bind(1, to_stored(terminal_since));
     while (tasks.step()) out.tasks.push_back(read_row(tasks, connection));
@@ -187,22 +156,6 @@ Recovered load(Connection& connection, WallTime terminal_since) {
     out.marks.next_lease_id =
         static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
     return out;
-}
-
-StoredTask to_stored_task(TaskRow row) {
-    StoredTask task;
-    task.id = row.id;
-    task.key = std::move(row.key);
-    task.pool = std::move(row.pool);
-    task.kind = std::move(row.kind);
-    task.status = row.status;
-    task.attempt = row.attempt;
-    task.last_error = std::move(row.last_error);
-    task.submitted_at = row.submitted_at;
-    task.updated_at = row.updated_at;
-    task.payload = std::move(row.payload);
-    task.output = std::move(row.output);
-    return task;
 }
 
 StoreStats read_stats(Connection& connection) {

@@ -2,6 +2,7 @@
 // Rows in and out of the SQLite schema: the changes a commit applies, the
 // inspection queries and the recovery load. Each function runs inside the
 // caller's transaction.
+#include "../stored_values.hpp"
 #include "connection.hpp"
 
 #include <cronoq/store/journal.hpp>
@@ -15,12 +16,6 @@
 #include <vector>
 
 namespace cronoq::store::sqlite {
-
-std::int64_t to_stored(WallTime time);
-WallTime from_stored(std::int64_t nanoseconds);
-/// `now - age`, no earlier than the Unix epoch: an age of `hours::max()`
-/// ("keep everything") must not wrap into the future.
-WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age);
 
 /// The write statements, prepared once per connection.
 class ChangeWriter {
@@ -40,8 +35,6 @@ std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::
 std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit);
 /// Recovered, except its epoch.
 Recovered load(Connection& connection, WallTime terminal_since);
-
-StoredTask to_stored_task(TaskRow row);
 
 struct LeaderRow {
     std::uint64_t epoch = 0;

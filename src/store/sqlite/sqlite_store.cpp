@@ -51,19 +51,19 @@ std::optional<store::TaskRow> SqliteStore::Impl::read_task(const TaskRef& task) 
 std::optional<StoredTask> SqliteStore::get_task(TaskRef task) const {
     auto row = impl_->read_task(task);
     if (!row) return std::nullopt;
-    return to_stored_task(std::move(*row));
+    return store::to_stored_task(std::move(*row));
 }
 
 std::vector<StoredTask> SqliteStore::list(TaskStatus status, std::size_t limit) const {
     std::lock_guard lock(impl_->inspection_mutex);
     std::vector<StoredTask> out;
-    for (auto& row : list_tasks(*impl_->inspection, status, limit)) out.push_back(to_stored_task(std::move(row)));
+    for (auto& row : list_tasks(*impl_->inspection, status, limit)) out.push_back(store::to_stored_task(std::move(row)));
     return out;
 }
 
 std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) {
     std::lock_guard lock(impl_->inspection_mutex);
-    const auto cutoff = age_cutoff(std::chrono::system_clock::now(), older_than);
+    const auto cutoff = store::age_cutoff(std::chrono::system_clock::now(), older_than);
     // Chunks of their own transactions: a leader's commits wait at most one.
     constexpr std::size_t chunk = 1000;
     std::size_t total = 0;

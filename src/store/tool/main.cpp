@@ -208,7 +208,7 @@ int prune(Reader& db, const Options& options) {
     const auto older_than = tool::parse_duration(*text);
     if (!older_than) throw UsageError{"--older-than needs a duration such as 7d, 12h, 30m or 45s, not \"" + *text + "\""};
     expect_arguments(args, 3);
-    const auto cutoff = sqlite::age_cutoff(std::chrono::system_clock::now(), *older_than);
+    const auto cutoff = store::age_cutoff(std::chrono::system_clock::now(), *older_than);
     std::size_t total = 0;
     for (;;) {  // chunks, each its own short transaction
         const std::size_t removed = db.prune(cutoff, 1000);

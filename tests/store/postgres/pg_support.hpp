@@ -44,6 +44,4 @@ private:
     PGconn* conn_ = nullptr;
 };
 
-int pg_child_main(int argc, char** argv);
-
 }  // namespace cronoq::test

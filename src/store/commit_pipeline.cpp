@@ -1,0 +1,289 @@
+// The store's thread, whatever the backend: waiting for leadership, group
+// commit, lease renewal when idle, backoff and giving up after the lease,
+// the background prune's pace, reports in order and the figures.
+#include "commit_pipeline.hpp"
+
+#include "stored_values.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace cronoq::store {
+
+using std::chrono::nanoseconds;
+using std::chrono::steady_clock;
+using std::chrono::system_clock;
+
+namespace {
+
+constexpr std::size_t latency_window = 1024;
+/// A transaction stops taking batches beyond this many changes, so one
+/// commit's latency (and a failed one's retry) stays bounded.
+constexpr std::size_t max_group_changes = 16384;
+/// Rows the background prune deletes per transaction, so the commit it
+/// rides in stays short.
+constexpr std::size_t prune_chunk = 1000;
+
+}  // namespace
+
+std::string make_holder_name() {
+    static std::atomic<unsigned> instances{0};
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    std::string out = "pid " + std::to_string(::getpid());
+    out += " on ";
+    out += host;
+    out += " #" + std::to_string(++instances);
+    return out;
+}
+
+CommitPipeline::CommitPipeline(CommitBackend& backend, PipelineConfig config) : backend_(backend), config_(config) {}
+
+CommitPipeline::~CommitPipeline() { stop(); }
+
+void CommitPipeline::stop() {
+    release();
+    if (thread_.joinable()) thread_.join();
+}
+
+nanoseconds CommitPipeline::poll_interval() const {
+    // A standby looks this often for a released or expired lease: one
+    // small read, cheap enough to keep takeover after a release quick
+    // whatever the lease.
+    return std::clamp<nanoseconds>(config_.leader_lease / 10, std::chrono::milliseconds(5),
+                                   std::chrono::milliseconds(100));
+}
+
+void CommitPipeline::lead(LeadHandlers handlers) {
+    std::lock_guard lock(mutex_);
+    if (lead_called_) throw std::logic_error("store::Journal::lead: called twice on one store");
+    lead_called_ = true;
+    handlers_ = std::move(handlers);
+    thread_ = std::thread([this] { run(); });
+}
+
+Sequence CommitPipeline::enqueue(Batch batch) {
+    std::lock_guard lock(mutex_);
+    const Sequence sequence = next_sequence_++;
+    if (finished_) return sequence;
+    pending_changes_ += batch.changes.size();
+    queue_.push_back(Queued{sequence, std::move(batch)});
+    wake_.notify_all();
+    return sequence;
+}
+
+void CommitPipeline::release() {
+    std::lock_guard lock(mutex_);
+    release_requested_ = true;
+    wake_.notify_all();
+}
+
+Figures CommitPipeline::figures() const {
+    std::lock_guard lock(mutex_);
+    Figures f;
+    f.commits = commits_;
+    f.failed_commits = failed_commits_;
+    f.changes_committed = changes_committed_;
+    f.mean_batch_size = commits_ ? static_cast<double>(changes_committed_) / static_cast<double>(commits_) : 0.0;
+    if (!latencies_.empty()) {
+        std::vector<std::int64_t> sorted = latencies_;
+        std::sort(sorted.begin(), sorted.end());
+        const auto at = [&](double q) { return nanoseconds(sorted[static_cast<std::size_t>(q * double(sorted.size() - 1))]); };
+        f.commit_latency_p50 = at(0.50);
+        f.commit_latency_p99 = at(0.99);
+    }
+    f.pending_changes = pending_changes_;
+    f.leading = leading_;
+    f.epoch = epoch_;
+    return f;
+}
+
+void CommitPipeline::pause(nanoseconds duration) {
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, duration, [&] { return release_requested_; });
+}
+
+void CommitPipeline::lose(LostReason reason, std::string message) {
+    {
+        std::lock_guard lock(mutex_);
+        finished_ = true;
+        leading_ = false;
+        queue_.clear();
+        pending_changes_ = 0;
+    }
+    backend_.stopped();
+    if (handlers_.on_lost) handlers_.on_lost(LeadershipLost{reason, std::move(message)});
+}
+
+void CommitPipeline::run() {
+    const std::optional<std::uint64_t> epoch = wait_to_lead();
+    if (!epoch) {
+        lose(LostReason::Released, "released before this process led " + backend_.name());
+        return;
+    }
+    Recovered recovered;
+    try {
+        recovered = backend_.recover(*epoch, age_cutoff(system_clock::now(), handlers_.retention));
+    } catch (const StoreError& error) {
+        lose(error.kind() == StoreErrorKind::Fenced ? LostReason::Fenced : LostReason::Failed,
+             std::string("cannot recover: ") + error.what());
+        return;
+    }
+    recovered.epoch = *epoch;
+    {
+        std::lock_guard lock(mutex_);
+        leading_ = true;
+        epoch_ = *epoch;
+    }
+    if (handlers_.on_leading) handlers_.on_leading(std::move(recovered));
+    lead_loop(*epoch);
+}
+
+std::optional<std::uint64_t> CommitPipeline::wait_to_lead() {
+    nanoseconds backoff = poll_interval();
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (release_requested_) return std::nullopt;
+        }
+        nanoseconds wait = poll_interval();
+        try {
+            if (auto epoch = backend_.try_take_over(wait)) return epoch;
+            backoff = poll_interval();
+        } catch (const StoreError&) {
+            // A standby is patient: a store that is busy, failing or away
+            // is looked at again, with backoff up to the backend's limit.
+            wait = backoff;
+            backoff = std::min<nanoseconds>(backoff * 2, std::max(config_.standby_backoff_limit, poll_interval()));
+        }
+        pause(wait);
+    }
+}
+
+std::vector<CommitPipeline::Queued> CommitPipeline::take_group() {
+    std::vector<Queued> group;
+    std::size_t changes = 0;
+    while (!queue_.empty() && (group.empty() || changes + queue_.front().batch.changes.size() <= max_group_changes)) {
+        changes += queue_.front().batch.changes.size();
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+    }
+    return group;
+}
+
+void CommitPipeline::put_back(std::vector<Queued> group) {
+    std::lock_guard lock(mutex_);
+    for (auto it = group.rbegin(); it != group.rend(); ++it) queue_.push_front(std::move(*it));
+}
+
+void CommitPipeline::record_commit(nanoseconds latency, std::size_t changes) {
+    std::lock_guard lock(mutex_);
+    ++commits_;
+    changes_committed_ += changes;
+    pending_changes_ -= std::min<std::uint64_t>(pending_changes_, changes);
+    if (latencies_.size() < latency_window) latencies_.push_back(latency.count());
+    else latencies_[latency_next_] = latency.count();
+    latency_next_ = (latency_next_ + 1) % latency_window;
+}
+
+void CommitPipeline::lead_loop(std::uint64_t epoch) {
+    const nanoseconds lease = config_.leader_lease;
+    // Bounded so that steady-clock deadlines cannot overflow with a huge lease.
+    const nanoseconds renew_every = std::min<nanoseconds>(lease / 3, std::chrono::hours(1));
+    // Pruned in chunks at this pace, so a large backlog goes over time.
+    const nanoseconds prune_every = std::clamp<nanoseconds>(config_.keep_finished / 10, std::chrono::seconds(1),
+                                                             std::chrono::minutes(1));
+    steady_clock::time_point last_renewal = steady_clock::now();
+    steady_clock::time_point next_prune = steady_clock::now();
+    std::optional<steady_clock::time_point> failing_since;
+    nanoseconds backoff = std::chrono::milliseconds(2);
+
+    for (;;) {
+        std::vector<Queued> group;
+        bool releasing = false;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_until(lock, std::min(last_renewal + renew_every, next_prune),
+                             [&] { return !queue_.empty() || release_requested_; });
+            group = take_group();
+            releasing = release_requested_ && queue_.empty();
+        }
+        const steady_clock::time_point start = steady_clock::now();
+        const bool pruning = group.empty() && !releasing && start >= next_prune;
+        if (group.empty() && !releasing && !pruning && start < last_renewal + renew_every) continue;
+
+        Transaction transaction;
+        transaction.epoch = epoch;
+        std::size_t changes = 0;
+        transaction.batches.reserve(group.size());
+        for (const Queued& queued : group) {
+            changes += queued.batch.changes.size();
+            transaction.batches.push_back(&queued.batch);
+        }
+        if (pruning) {
+            transaction.prune_before = age_cutoff(system_clock::now(), config_.keep_finished);
+            transaction.prune_limit = prune_chunk;
+        }
+        transaction.give_up = releasing;
+        const std::size_t batches = group.size();
+        const Sequence last = group.empty() ? 0 : group.back().sequence;
+        std::size_t pruned = 0;
+        try {
+            pruned = backend_.commit(transaction);
+        } catch (const StoreError& error) {
+            if (error.kind() == StoreErrorKind::Fenced) {
+                lose(LostReason::Fenced, error.what());
+                return;
+            }
+            if (!failing_since) failing_since = start;
+            transaction.batches.clear();
+            put_back(std::move(group));
+            {
+                std::lock_guard lock(mutex_);
+                ++failed_commits_;
+            }
+            if (handlers_.on_commit) {
+                CommitReport report;
+                report.committed = committed_;
+                report.batches = batches;
+                report.changes = changes;
+                report.error = error;
+                report.failing_since = failing_since;
+                handlers_.on_commit(report);
+            }
+            if (steady_clock::now() - *failing_since >= lease) {
+                lose(LostReason::Failed,
+                     std::string("commits to the store failed for the whole leader lease: ") + error.what());
+                return;
+            }
+            // Not cut short by release(): a release retries like any commit.
+            std::this_thread::sleep_for(backoff);
+            backoff = std::min<nanoseconds>(backoff * 2, std::max<nanoseconds>(lease / 4, std::chrono::milliseconds(1)));
+            continue;
+        }
+        const steady_clock::time_point end = steady_clock::now();
+        last_renewal = start;
+        failing_since.reset();
+        backoff = std::chrono::milliseconds(2);
+        if (pruning) next_prune = end + (pruned == prune_chunk ? nanoseconds(0) : prune_every);
+        if (!group.empty()) {
+            record_commit(end - start, changes);
+            committed_ = last;
+            if (handlers_.on_commit) {
+                CommitReport report;
+                report.committed = last;
+                report.batches = batches;
+                report.changes = changes;
+                handlers_.on_commit(report);
+            }
+        }
+        if (releasing) {
+            lose(LostReason::Released, "leadership of " + backend_.name() + " released");
+            return;
+        }
+    }
+}
+
+}  // namespace cronoq::store

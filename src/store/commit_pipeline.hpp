@@ -1,0 +1,141 @@
+#pragma once
+// The backend-neutral half of store::Journal: the queue of batches, the
+// store's own thread (waiting to lead, recovery, the lead loop), group
+// commit, backoff and giving up after the lease, reports in order, the
+// figures and the latency ring. A backend supplies the database half
+// (CommitBackend): one look at the lease, the recovery read, and one write
+// transaction that checks the epoch, renews, applies changes, prunes and
+// gives the lease up.
+#include <cronoq/store/journal.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cronoq::store {
+
+/// Names this process in a lease row: pid, host and a per-process number,
+/// so two stores of one process differ.
+std::string make_holder_name();
+
+/// One write transaction of the lead loop, in this order: the epoch check
+/// and the lease renewal, every change of every batch, the prune, giving
+/// the lease up.
+struct Transaction {
+    std::uint64_t epoch = 0;
+    std::vector<const Batch*> batches;
+    /// Prune terminal rows updated before this, at most `prune_limit`.
+    std::optional<WallTime> prune_before;
+    std::size_t prune_limit = 0;
+    /// A clean release: the lease is free once this commits.
+    bool give_up = false;
+};
+
+/// The database half of a store's thread. Called on that thread only.
+class CommitBackend {
+public:
+    virtual ~CommitBackend() = default;
+
+    /// Names the store in messages ("/data/s.db", "the PostgreSQL schema x").
+    virtual std::string name() const = 0;
+
+    /// One look at the lease: takes it over in a new epoch when nobody
+    /// holds it (returned), or returns nothing when another process leads;
+    /// may shorten `next_look`, the time until the next one. Throws
+    /// StoreError when the store cannot be reached (looked at again after
+    /// a backoff).
+    virtual std::optional<std::uint64_t> try_take_over(std::chrono::nanoseconds& next_look) = 0;
+
+    /// Right after the takeover: the state to recover (rows updated since
+    /// `terminal_since` among the terminal ones) read before anything is
+    /// written in the new epoch, then the lease renewed. Throws StoreError:
+    /// `Fenced` when leadership is already gone.
+    virtual Recovered recover(std::uint64_t epoch, WallTime terminal_since) = 0;
+
+    /// Runs `transaction` and commits it; returns the rows pruned. Throws
+    /// StoreError after rolling back: `Fenced` when another process leads
+    /// or the session that held leadership is gone (the store stops), any
+    /// other kind for a failure that may pass (retried).
+    virtual std::size_t commit(const Transaction& transaction) = 0;
+
+    /// Leadership ended, whatever the reason, just before `on_lost`.
+    virtual void stopped() {}
+};
+
+struct PipelineConfig {
+    std::chrono::nanoseconds leader_lease{0};
+    std::chrono::nanoseconds keep_finished{0};
+    /// How long a standby waits at most between looks after failed ones
+    /// (doubling from the poll interval).
+    std::chrono::nanoseconds standby_backoff_limit{0};
+};
+
+/// Implements Journal's `lead`, `enqueue`, `release` and `figures` over a
+/// backend. All members are thread-safe. `stop()` (or destruction) releases
+/// and joins the thread; the owner calls it before the backend goes.
+class CommitPipeline {
+public:
+    CommitPipeline(CommitBackend& backend, PipelineConfig config);
+    ~CommitPipeline();
+    CommitPipeline(const CommitPipeline&) = delete;
+    CommitPipeline& operator=(const CommitPipeline&) = delete;
+
+    void lead(LeadHandlers handlers);
+    Sequence enqueue(Batch batch);
+    void release();
+    Figures figures() const;
+    /// Releases and waits for the store's thread to end.
+    void stop();
+
+private:
+    struct Queued {
+        Sequence sequence;
+        Batch batch;
+    };
+
+    // The store's thread.
+    void run();
+    std::optional<std::uint64_t> wait_to_lead();
+    void lead_loop(std::uint64_t epoch);
+    /// Takes queued batches, in order, for one transaction (under mutex_).
+    std::vector<Queued> take_group();
+    void put_back(std::vector<Queued> group);
+    void lose(LostReason reason, std::string message);
+    void record_commit(std::chrono::nanoseconds latency, std::size_t changes);
+    /// Sleeps up to `duration`; returns early when released.
+    void pause(std::chrono::nanoseconds duration);
+    std::chrono::nanoseconds poll_interval() const;
+
+    CommitBackend& backend_;
+    const PipelineConfig config_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<Queued> queue_;
+    Sequence next_sequence_ = 1;
+    Sequence committed_ = 0;  ///< the store's thread only
+    bool lead_called_ = false;
+    bool release_requested_ = false;
+    bool finished_ = false;
+    LeadHandlers handlers_;
+    std::thread thread_;
+
+    // Figures, under mutex_.
+    std::uint64_t commits_ = 0;
+    std::uint64_t failed_commits_ = 0;
+    std::uint64_t changes_committed_ = 0;
+    std::uint64_t pending_changes_ = 0;
+    bool leading_ = false;
+    std::uint64_t epoch_ = 0;
+    std::vector<std::int64_t> latencies_;  ///< the last `latency_window` commits, a ring
+    std::size_t latency_next_ = 0;
+};
+
+}  // namespace cronoq::store

@@ -1,0 +1,26 @@
+#pragma once
+// What every backend stores alike: times as nanoseconds since the Unix
+// epoch, wall clock (engine time is per process and is re-based at
+// recovery), and a row as the inspection members return it.
+#include <cronoq/store/journal.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace cronoq::store {
+
+std::int64_t to_stored(WallTime time);
+WallTime from_stored(std::int64_t nanoseconds);
+/// `now - age`, no earlier than the Unix epoch: an age of `hours::max()`
+/// ("keep everything") must not wrap into the future.
+WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age);
+
+/// "('succeeded', 'failed', ...)": the terminal statuses, by their stored
+/// names, as an SQL list.
+const std::string& terminal_status_list();
+
+/// A row as `Store::get_task` and `Store::list` return it.
+StoredTask to_stored_task(TaskRow row);
+
+}  // namespace cronoq::store

@@ -1,0 +1,81 @@
+// PostgreSQL only: the schema checks at connect, a server that cannot be
+// reached, and connects that race to create one schema.
+#include "pg_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace cronoq::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class PgConnect : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_FALSE(pg_conninfo().empty()) << "CRONOQ_TEST_PG is not set: run through ctest (label postgres)";
+    }
+};
+
+std::shared_ptr<PostgresStore> connect(const PgSchema& schema) {
+    return PostgresStore::connect(pg_conninfo(), schema.config());
+}
+
+TEST_F(PgConnect, SchemaChecksAtConnect) {
+    PgSchema schema;
+    RawPg raw;
+    raw.exec("CREATE SCHEMA \"" + schema.name() + "\"");
+    raw.exec("CREATE TABLE \"" + schema.name() + "\".orders (id int)");
+    try {
+        connect(schema);
+        FAIL() << "a schema of another application was accepted";
+    } catch (const StoreError& error) {
+        EXPECT_EQ(error.kind(), StoreErrorKind::Corrupt) << error.what();
+        EXPECT_NE(std::string(error.what()).find("not a cronoq store"), std::string::npos) << error.what();
+    }
+    raw.exec("DROP TABLE \"" + schema.name() + "\".orders");
+    // An empty schema (made by an administrator) is initialised.
+    { auto store = connect(schema); }
+    { auto again = connect(schema); }  // and a current one opened again
+    raw.exec("UPDATE \"" + schema.name() + "\".meta SET value = 99 WHERE name = 'schema_version'");
+    try {
+        connect(schema);
+        FAIL() << "a newer schema was accepted";
+    } catch (const StoreError& error) {
+        EXPECT_EQ(error.kind(), StoreErrorKind::SchemaTooNew) << error.what();
+    }
+}
+
+TEST_F(PgConnect, UnreachableServerFailsAfterTheConnectTimeout) {
+    PostgresStoreConfig config;
+    config.connect_timeout = 300ms;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        PostgresStore::connect("host=/nonexistent-cronoq-socket-dir dbname=x user=postgres", config);
+        FAIL() << "connected to nothing";
+    } catch (const StoreError& error) {
+        EXPECT_EQ(error.kind(), StoreErrorKind::Io) << error.what();
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms) << "it retried until the timeout";
+}
+
+TEST_F(PgConnect, ConcurrentConnectsMigrateOnce) {
+    PgSchema schema;
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int i = 0; i < 4; ++i)
+        threads.emplace_back([&] {
+            try {
+                connect(schema);
+            } catch (const StoreError&) {
+                ++failures;
+            }
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace cronoq::test
