@@ -147,7 +147,8 @@ public:
     template <Scaler S>
     Pool& scaler(S s) {
         auto policy = std::make_shared<S>(std::move(s));
-        def_.engine.scaler = [policy](const ScalerInput& in) { return static_cast<std::size_t>(policy->desired(in)); };
+        def_.scaler = [policy](const ScalerInput& in) { return static_cast<std::size_t>(policy->desired(in)); };
+        def_.engine.user_scaler = true;
         if (!def_.engine.autoscale) def_.engine.autoscale = AutoscaleConfig{};
         return *this;
     }
