@@ -1,5 +1,6 @@
 #pragma once
 // EventStream: a subscriber's bounded queue of status events.
+#include <cronoq/detail/access.hpp>
 #include <cronoq/status_event.hpp>
 
 #include <asio/awaitable.hpp>
@@ -21,7 +22,6 @@ class EventQueue;
 /// Move-only; destroying it unsubscribes. Thread-safe.
 class EventStream {
 public:
-    explicit EventStream(std::shared_ptr<detail::EventQueue> queue);
     EventStream(EventStream&&) noexcept;
     EventStream& operator=(EventStream&&) noexcept;
     ~EventStream();
@@ -42,6 +42,9 @@ public:
     void close();
 
 private:
+    friend struct detail::Access;
+    explicit EventStream(std::shared_ptr<detail::EventQueue> queue);
+
     std::shared_ptr<detail::EventQueue> queue_;
 };
 

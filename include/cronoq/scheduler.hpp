@@ -23,9 +23,6 @@
 
 namespace cronoq {
 
-template <class P, class O>
-class BlockingScheduler;
-
 /// A cheap, copyable handle to a scheduler's shared state. Decides when each
 /// submitted task runs; the pools' executors do the work as coroutines on
 /// the `io_context` it was built on.
@@ -87,7 +84,7 @@ public:
     /// UnknownDependency. A key held by a live or retained task gives a
     /// handle to that task.
     SubmitResult<TaskHandle<O>> try_submit(Task<P> task) {
-        auto r = owner_->core->try_submit(std::move(task).request());
+        auto r = owner_->core->try_submit(detail::Access::take(std::move(task)));
         if (!r) return {r.error(), r.message()};
         return detail::Access::make<TaskHandle<O>>(std::move(r).value());
     }
@@ -105,7 +102,7 @@ public:
     /// Once admitted, the task is not withdrawn.
     asio::awaitable<TaskHandle<O>> submit(Task<P> task) {
         auto owner = owner_;
-        auto op = owner->core->submit(std::move(task).request());
+        auto op = owner->core->submit(detail::Access::take(std::move(task)));
         auto state = co_await std::move(op);
         co_return detail::Access::make<TaskHandle<O>>(std::move(state));
     }
@@ -117,7 +114,7 @@ public:
     std::vector<SubmitResult<TaskHandle<O>>> try_submit_many(std::vector<Task<P>> tasks) {
         std::vector<detail::TaskRequest> requests;
         requests.reserve(tasks.size());
-        for (Task<P>& t : tasks) requests.push_back(std::move(t).request());
+        for (Task<P>& t : tasks) requests.push_back(detail::Access::take(std::move(t)));
         auto results = owner_->core->try_submit_many(std::move(requests));
         std::vector<SubmitResult<TaskHandle<O>>> out;
         out.reserve(results.size());
@@ -136,7 +133,7 @@ public:
     SubmitResult<std::vector<TaskHandle<O>>> try_submit_batch(std::vector<Task<P>> tasks) {
         std::vector<detail::TaskRequest> requests;
         requests.reserve(tasks.size());
-        for (Task<P>& t : tasks) requests.push_back(std::move(t).request());
+        for (Task<P>& t : tasks) requests.push_back(detail::Access::take(std::move(t)));
         auto r = owner_->core->try_submit_batch(std::move(requests));
         if (!r) return {r.error(), r.message()};
         std::vector<TaskHandle<O>> handles;
@@ -159,7 +156,7 @@ public:
     /// cron text, an unknown time zone or pool; nothing is registered then.
     /// While a schedule is registered the scheduler keeps a timer pending
     /// for its next occurrence; shutdown stops every schedule.
-    void add_recurring(Recurring<P> schedule) { owner_->core->add_recurring(std::move(schedule).request()); }
+    void add_recurring(Recurring<P> schedule) { owner_->core->add_recurring(detail::Access::take(std::move(schedule))); }
     /// Stops a schedule; occurrences already submitted go on. False if
     /// there is no schedule of that name.
     bool remove_recurring(std::string_view name) { return owner_->core->remove_recurring(name); }
@@ -216,7 +213,7 @@ public:
     Snapshot snapshot() const { return owner_->core->snapshot(); }
 
     /// Every status transition from now on; see EventStream.
-    EventStream subscribe() { return EventStream(owner_->core->subscribe()); }
+    EventStream subscribe() { return detail::Access::make<EventStream>(owner_->core->subscribe()); }
 
     /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`;
     /// running attempts get `grace` to finish, then are cancelled. Completes
@@ -271,7 +268,7 @@ public:
     std::uint64_t lock_acquisitions() const { return owner_->core->lock_acquisitions(); }
 
 private:
-    friend class BlockingScheduler<P, O>;
+    friend struct detail::Access;
     // Shared by every copy of this Scheduler; the last one out shuts down.
     struct Owner {
         explicit Owner(std::shared_ptr<detail::SchedulerCore> c) : core(std::move(c)) {}
