@@ -26,9 +26,12 @@ public:
     EventStream& operator=(EventStream&&) noexcept;
     ~EventStream();
 
-    /// The next event; empty once the stream is closed and drained (the
-    /// scheduler shut down or `close()` was called). A real Asio operation,
-    /// completed on the awaiting coroutine's executor.
+    /// Waits for the next event. A real Asio operation, completed on the
+    /// awaiting coroutine's executor.
+    ///
+    /// Completion: the next event, in order; empty once the stream is
+    /// closed and drained (the scheduler shut down or `close()` was
+    /// called). Throws nothing but the cancellation below.
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through): the wait

@@ -28,10 +28,16 @@ public:
     /// Same as `Scheduler::cancel(id())`.
     bool cancel() { return state_->cancel(); }
 
-    /// Waits for the task's end: its output if it succeeded (null for `void`),
-    /// else throws `TaskFailure` with the status and last error. A real Asio
-    /// operation: it keeps the io_context busy while it waits, and its
-    /// completion is posted to the awaiting coroutine's executor.
+    /// Waits for the task's end (with a store, for its end to be
+    /// committed). A real Asio operation: it keeps the io_context busy
+    /// while it waits, and its completion is posted to the awaiting
+    /// coroutine's executor, also when the task had already ended.
+    ///
+    /// Completion: the output if the task succeeded (null for `void`).
+    /// Throws `TaskFailure` with the status, attempt and last error for
+    /// any other end, and with a store when the lead ended before the end
+    /// was committed (its status is then the one the store keeps, the
+    /// message says why).
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through). Any of
