@@ -28,7 +28,6 @@ namespace cronoq {
 template <class O>
 class BlockingHandle {
 public:
-    explicit BlockingHandle(TaskHandle<O> handle) : handle_(std::move(handle)) {}
     TaskId id() const { return handle_.id(); }
     TaskStatus status() const { return handle_.status(); }
     bool cancel() { return handle_.cancel(); }
@@ -43,9 +42,13 @@ public:
         if (!out) return std::nullopt;
         return std::static_pointer_cast<const O>(*out);
     }
+    /// The same task's awaitable handle, for code that runs on an io_context.
     const TaskHandle<O>& handle() const { return handle_; }
 
 private:
+    friend struct detail::Access;
+    explicit BlockingHandle(TaskHandle<O> handle) : handle_(std::move(handle)) {}
+
     TaskHandle<O> handle_;
 };
 
@@ -108,15 +111,15 @@ public:
     BlockingHandle<O> submit(Task<P> task) {
         if (!state_->durable) {
             auto r = state_->scheduler.try_submit(task);
-            if (r || r.error() != SubmitError::Full) return BlockingHandle<O>(std::move(r).value());
+            if (r || r.error() != SubmitError::Full) return detail::Access::make<BlockingHandle<O>>(std::move(r).value());
         }
         auto admitted = asio::co_spawn(*state_->io, state_->scheduler.submit(std::move(task)), asio::use_future);
-        return BlockingHandle<O>(admitted.get());
+        return detail::Access::make<BlockingHandle<O>>(admitted.get());
     }
     SubmitResult<BlockingHandle<O>> try_submit(Task<P> task) {
         auto r = state_->scheduler.try_submit(std::move(task));
         if (!r) return {r.error(), r.message()};
-        return BlockingHandle<O>(std::move(r).value());
+        return detail::Access::make<BlockingHandle<O>>(std::move(r).value());
     }
     /// Each admitted or rejected on its own, in one engine step, as
     /// `Scheduler::try_submit_many`.
@@ -126,7 +129,7 @@ public:
         out.reserve(results.size());
         for (auto& r : results) {
             if (r)
-                out.emplace_back(BlockingHandle<O>(std::move(r).value()));
+                out.emplace_back(detail::Access::make<BlockingHandle<O>>(std::move(r).value()));
             else
                 out.emplace_back(r.error(), r.message());
         }
@@ -139,7 +142,7 @@ public:
         if (!r) return {r.error(), r.message()};
         std::vector<BlockingHandle<O>> out;
         out.reserve(r.value().size());
-        for (auto& h : r.value()) out.emplace_back(std::move(h));
+        for (auto& h : r.value()) out.push_back(detail::Access::make<BlockingHandle<O>>(std::move(h)));
         return out;
     }
     std::vector<BlockingHandle<O>> submit_batch(std::vector<Task<P>> tasks) {
@@ -155,13 +158,13 @@ public:
     std::optional<BlockingHandle<O>> find(TaskRef ref) const {
         auto h = state_->scheduler.find(std::move(ref));
         if (!h) return std::nullopt;
-        return BlockingHandle<O>(std::move(*h));
+        return detail::Access::make<BlockingHandle<O>>(std::move(*h));
     }
     /// As `Scheduler::retry`.
     std::optional<BlockingHandle<O>> retry(TaskRef ref) {
         auto h = state_->scheduler.retry(std::move(ref));
         if (!h) return std::nullopt;
-        return BlockingHandle<O>(std::move(*h));
+        return detail::Access::make<BlockingHandle<O>>(std::move(*h));
     }
     EventStream subscribe() { return state_->scheduler.subscribe(); }
     /// As `Scheduler::flush`, blocking. Never call it from a thread of the
@@ -210,7 +213,7 @@ private:
     };
 
     BlockingScheduler(std::unique_ptr<asio::io_context> io, std::shared_ptr<detail::SchedulerCore> core, std::size_t threads)
-        : state_(std::make_unique<State>(std::move(io), Scheduler<P, O>(std::move(core)))) {
+        : state_(std::make_unique<State>(std::move(io), detail::Access::make<Scheduler<P, O>>(std::move(core)))) {
         try {
             state_->threads.reserve(threads);
             for (std::size_t i = 0; i < threads; ++i) state_->threads.emplace_back([io = state_->io.get()] { io->run(); });

@@ -1,5 +1,6 @@
 #pragma once
 // EventStream: a subscriber's bounded queue of status events.
+#include <cronoq/detail/access.hpp>
 #include <cronoq/status_event.hpp>
 
 #include <asio/awaitable.hpp>
@@ -21,14 +22,16 @@ class EventQueue;
 /// Move-only; destroying it unsubscribes. Thread-safe.
 class EventStream {
 public:
-    explicit EventStream(std::shared_ptr<detail::EventQueue> queue);
     EventStream(EventStream&&) noexcept;
     EventStream& operator=(EventStream&&) noexcept;
     ~EventStream();
 
-    /// The next event; empty once the stream is closed and drained (the
-    /// scheduler shut down or `close()` was called). A real Asio operation,
-    /// completed on the awaiting coroutine's executor.
+    /// Waits for the next event. A real Asio operation, completed on the
+    /// awaiting coroutine's executor.
+    ///
+    /// Completion: the next event, in order; empty once the stream is
+    /// closed and drained (the scheduler shut down or `close()` was
+    /// called). Throws nothing but the cancellation below.
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through): the wait
@@ -42,6 +45,9 @@ public:
     void close();
 
 private:
+    friend struct detail::Access;
+    explicit EventStream(std::shared_ptr<detail::EventQueue> queue);
+
     std::shared_ptr<detail::EventQueue> queue_;
 };
 

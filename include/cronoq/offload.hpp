@@ -20,18 +20,19 @@ asio::awaitable<void> offload_erased(const TaskContext& ctx, UniqueFunction<void
 }  // namespace detail
 
 /// Runs `fn()` (or `fn(CancellationToken)`) on the scheduler's blocking
-/// thread pool and returns its result, or rethrows what it threw. The
-/// attempt's cancellation is visible to `fn` through the token. Completes
-/// on the awaiting coroutine's executor.
+/// thread pool, never on the event loop. The attempt's cancellation is
+/// visible to `fn` through the token.
+///
+/// Completion: what `fn` returned, on the awaiting coroutine's executor.
+/// Throws what `fn` threw; if the blocking pool's threads cannot be
+/// started (a process limit), `TaskError::retryable` without running
+/// `fn`: the attempt fails and is retried under its policy.
 ///
 /// Asio cancellation: honours `terminal` and `partial` (a coroutine's
 /// default filter lets only `terminal` through), not `total`: the wait
 /// ends at once with `operation_aborted`, but `fn` cannot be interrupted
 /// and runs to its end, its result dropped, so the operation may have had
 /// its effect.
-/// If the blocking pool's threads cannot be started (a process limit), it
-/// throws `TaskError::retryable` without running `fn`: the attempt fails
-/// and is retried under its policy.
 template <class F>
 auto offload(const TaskContext& ctx, F fn) {
     constexpr bool takes_token = std::is_invocable_v<F&, CancellationToken>;

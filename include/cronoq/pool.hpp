@@ -3,6 +3,7 @@
 #include <cronoq/autoscale.hpp>
 #include <cronoq/bounds.hpp>
 #include <cronoq/dep.hpp>
+#include <cronoq/detail/access.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/executor.hpp>
@@ -37,15 +38,15 @@ template <class P, class O>
 class Pool {
 public:
     explicit Pool(std::string name) {
-        def_.engine.name = std::move(name);
-        def_.engine.capacity = 1;
+        state_.engine.name = std::move(name);
+        state_.engine.capacity = 1;
     }
 
     /// Concurrent attempts: starts at `initial`, kept within [min, max].
     Pool& workers(std::size_t min, std::size_t initial, std::size_t max) {
-        def_.min_workers = min;
-        def_.engine.capacity = initial;
-        def_.max_workers = max;
+        state_.min_workers = min;
+        state_.engine.capacity = initial;
+        state_.max_workers = max;
         return *this;
     }
 
@@ -61,7 +62,7 @@ public:
         if constexpr (detail::is_awaitable<R>::value) {
             static_assert(std::is_same_v<R, asio::awaitable<Result<O>>>,
                           "a coroutine executor must return asio::awaitable<cronoq::Result<O>>");
-            def_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
+            state_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
                 // A statement of its own: GCC 12 destroys by-value temporaries
                 // of a co_await full-expression twice.
                 auto attempt = (*fn)(std::move(ctx), std::static_pointer_cast<const P>(p));
@@ -71,7 +72,7 @@ public:
             static_assert(std::is_same_v<R, Result<O>> || std::is_convertible_v<R, Result<O>> ||
                               (std::is_void_v<O> && std::is_void_v<R>),
                           "a plain executor must return cronoq::Result<O> or O");
-            def_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
+            state_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
                 auto payload = std::static_pointer_cast<const P>(p);
                 auto job = offload(ctx, [fn, ctx, payload]() -> Result<O> {
                     if constexpr (std::is_void_v<R>) {
@@ -85,7 +86,7 @@ public:
                 co_return detail::erase_result<O>(std::move(r));
             };
         }
-        def_.executor.abort = nullptr;
+        state_.executor.abort = nullptr;
         return *this;
     }
 
@@ -96,73 +97,72 @@ public:
     }
     template <Executor<P, O> E>
     Pool& executor(std::shared_ptr<E> e) {
-        def_.executor.run = [e](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
+        state_.executor.run = [e](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
             auto attempt = e->execute(std::move(ctx), std::static_pointer_cast<const P>(p));
             co_return detail::erase_result<O>(co_await std::move(attempt));
         };
         if constexpr (AbortableExecutor<E>)
-            def_.executor.abort = [e](LeaseId lease) { e->abort(lease); };
+            state_.executor.abort = [e](LeaseId lease) { e->abort(lease); };
         else
-            def_.executor.abort = nullptr;
+            state_.executor.abort = nullptr;
         return *this;
     }
 
     /// Every running attempt must call `ctx.heartbeat()` within each `d`.
     template <class Rep, class Period>
     Pool& lease_ttl(std::chrono::duration<Rep, Period> d) {
-        def_.engine.lease_ttl = saturating_ns(d);
+        state_.engine.lease_ttl = saturating_ns(d);
         return *this;
     }
     template <class Rep, class Period>
     Pool& default_timeout(std::chrono::duration<Rep, Period> d) {
-        def_.engine.default_timeout = saturating_ns(d);
+        state_.engine.default_timeout = saturating_ns(d);
         return *this;
     }
-    Pool& retry(RetryPolicy policy) { def_.engine.retry = policy; return *this; }
+    Pool& retry(RetryPolicy policy) { state_.engine.retry = policy; return *this; }
     /// Expected run time of a task before one of its kind has been seen.
     template <class Rep, class Period>
     Pool& default_duration(std::chrono::duration<Rep, Period> d) {
-        def_.engine.default_duration = saturating_ns(d);
+        state_.engine.default_duration = saturating_ns(d);
         return *this;
     }
     /// Share of `max` workers that fixed-start reservations may hold at any
     /// instant (default 0.5, always at least one slot).
-    Pool& reservable_fraction(double f) { def_.engine.reservable_fraction = f; return *this; }
+    Pool& reservable_fraction(double f) { state_.engine.reservable_fraction = f; return *this; }
     /// From how long before a fixed start a slot is kept free for it
     /// (default 30 s).
     template <class Rep, class Period>
     Pool& max_hold(std::chrono::duration<Rep, Period> d) {
-        def_.engine.max_hold = saturating_ns(d);
+        state_.engine.max_hold = saturating_ns(d);
         return *this;
     }
     /// Dependencies on keys no task holds: `Reject` (default) or `Await`.
-    Pool& unknown_dependency(UnknownDependency policy) { def_.engine.unknown_dependency = policy; return *this; }
+    Pool& unknown_dependency(UnknownDependency policy) { state_.engine.unknown_dependency = policy; return *this; }
     /// Moves the capacity within [min, max] of `workers` from queue
     /// pressure (SPEC §9; see AutoscaleConfig). Scaling down never aborts a
     /// running attempt.
-    Pool& autoscale(AutoscaleConfig config) { def_.engine.autoscale = config; return *this; }
+    Pool& autoscale(AutoscaleConfig config) { state_.engine.autoscale = config; return *this; }
     /// A user autoscaling policy (see the Scaler concept); turns autoscaling
     /// on with a default AutoscaleConfig (its `interval` sets how often the
     /// policy is asked) unless `autoscale` was called.
     template <Scaler S>
     Pool& scaler(S s) {
         auto policy = std::make_shared<S>(std::move(s));
-        def_.engine.scaler = [policy](const ScalerInput& in) { return static_cast<std::size_t>(policy->desired(in)); };
-        if (!def_.engine.autoscale) def_.engine.autoscale = AutoscaleConfig{};
+        state_.scaler = [policy](const ScalerInput& in) { return static_cast<std::size_t>(policy->desired(in)); };
+        state_.engine.user_scaler = true;
+        if (!state_.engine.autoscale) state_.engine.autoscale = AutoscaleConfig{};
         return *this;
     }
     /// Cap on this pool's tasks that are not yet running, and what a
     /// submission beyond it does (SPEC §8; default unbounded, `Wait`).
-    Pool& bounds(Bounds b) { def_.engine.bounds = b; return *this; }
-    Pool& overflow(OverflowPolicy policy) { def_.engine.overflow = policy; return *this; }
+    Pool& bounds(Bounds b) { state_.engine.bounds = b; return *this; }
+    Pool& overflow(OverflowPolicy policy) { state_.engine.overflow = policy; return *this; }
     /// Where this pool's attempts run (default: the scheduler's executor).
-    Pool& run_on(asio::any_io_executor ex) { def_.run_on = std::move(ex); return *this; }
-
-    const detail::PoolDefinition& definition() const& { return def_; }
-    detail::PoolDefinition&& definition() && { return std::move(def_); }
+    Pool& run_on(asio::any_io_executor ex) { state_.run_on = std::move(ex); return *this; }
 
 private:
-    detail::PoolDefinition def_;
+    friend struct detail::Access;
+    detail::PoolDefinition state_;
 };
 
 }  // namespace cronoq

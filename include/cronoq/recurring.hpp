@@ -1,5 +1,6 @@
 #pragma once
 // Recurring<P>: a task template run on a cron schedule (SPEC §6).
+#include <cronoq/detail/access.hpp>
 #include <cronoq/detail/task_request.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/start_policy.hpp>
@@ -33,30 +34,28 @@ public:
     /// `cron`: 5 fields (minute precision) or 6 (leading seconds), or a
     /// macro such as `@daily`; see `CronExpr`.
     Recurring(std::string name, std::string cron, Task<P> task_template) {
-        r_.name = std::move(name);
-        r_.cron = std::move(cron);
-        r_.task = std::move(task_template).request();
+        state_.name = std::move(name);
+        state_.cron = std::move(cron);
+        state_.task = detail::Access::take(std::move(task_template));
     }
 
     /// The IANA zone the cron fields are read in (default "UTC"); daylight
     /// saving follows the rule of `CronExpr::next_after`.
-    Recurring& tz(std::string iana_name) { r_.tz = std::move(iana_name); return *this; }
+    Recurring& tz(std::string iana_name) { state_.tz = std::move(iana_name); return *this; }
     /// What happens when an occurrence is due while the previous one is
     /// still live (default `OverlapPolicy::Skip`).
-    Recurring& overlap(OverlapPolicy p) { r_.overlap = p; return *this; }
+    Recurring& overlap(OverlapPolicy p) { state_.overlap = p; return *this; }
     /// Each occurrence's soft deadline, counted from its start.
     /// Any `std::chrono::duration`, saturated into nanoseconds.
     template <class Rep, class Period>
     Recurring& deadline_after(std::chrono::duration<Rep, Period> d) {
-        r_.deadline_after = saturating_ns(d);
+        state_.deadline_after = saturating_ns(d);
         return *this;
     }
 
-    const detail::RecurringRequest& request() const& { return r_; }
-    detail::RecurringRequest&& request() && { return std::move(r_); }
-
 private:
-    detail::RecurringRequest r_;
+    friend struct detail::Access;
+    detail::RecurringRequest state_;
 };
 
 }  // namespace cronoq

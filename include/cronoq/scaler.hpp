@@ -52,11 +52,16 @@ struct ScalerInput {
 /// The scheduler clamps the answer to [min, max] and applies it as is: the
 /// default policy's step bounds, stabilization window and cooldown do not
 /// apply to a user scaler (it sees everything it needs to damp itself).
-/// Called once per `interval` while the scheduler holds its engine lock: it
-/// must be cheap, must not block and must not call back into the
-/// scheduler. An exception from it keeps the current capacity. It may keep
-/// state (it is called through a non-const reference) and must be movable
-/// (the pool takes it by value).
+/// Called about once per `interval` (not while the pool sleeps idle at a
+/// capacity the scaler agreed to), on the scheduler's executor and outside
+/// the scheduler's locks: it may call back into the scheduler (`snapshot`,
+/// `try_submit`, ...), but it runs on an io_context thread, so it must not
+/// block. The scheduler's capacity stays as it is from the evaluation until
+/// the answer is applied, and calls for one pool never overlap: each comes
+/// after the previous answer was applied, so it may keep state (it is
+/// called through a non-const reference) without a lock of its own. An
+/// exception from it keeps the current capacity (a warning is logged when
+/// it starts throwing). It must be movable (the pool takes it by value).
 template <class S>
 concept Scaler = std::move_constructible<S> && requires(S& scaler, const ScalerInput& input) {
     { scaler.desired(input) } -> std::convertible_to<std::size_t>;

@@ -23,12 +23,22 @@
 
 namespace cronoq {
 
-template <class P, class O>
-class BlockingScheduler;
-
 /// A cheap, copyable handle to a scheduler's shared state. Decides when each
 /// submitted task runs; the pools' executors do the work as coroutines on
 /// the `io_context` it was built on.
+///
+/// Awaitables: every `asio::awaitable` here and in `TaskHandle`,
+/// `TaskContext`, `EventStream` and `offload` is a real Asio asynchronous
+/// operation: while a coroutine awaits it the io_context has outstanding
+/// work, and it completes on the awaiting coroutine's executor (posted,
+/// never inline). Each states what it completes with, what it throws, and
+/// which `asio::cancellation_type`s it honours. A coroutine's default
+/// cancellation filter lets only `terminal` through (`asio::co_spawn` with
+/// a bound slot, `||` of the awaitable operators); to deliver `partial` or
+/// `total`, reset the filter (`asio::this_coro::reset_cancellation_state`).
+/// Where a type is honoured, cancelling ends the wait by throwing
+/// `std::system_error` with `asio::error::operation_aborted`; it never
+/// cancels a task (use `cancel` for that).
 ///
 /// Threads: `try_submit`, `submit`, `cancel`, `status` and `subscribe` are
 /// safe from any thread; the io_context may be run by one thread or many.
@@ -64,8 +74,15 @@ public:
         /// call (a ConfigError is thrown then); the awaitable refers to
         /// nothing of the builder, which may be a temporary.
         ///
-        /// Asio cancellation: none; an open that must stop waiting is ended
-        /// by releasing or destroying its store.
+        /// Completion: the scheduler, leading, with what the store held
+        /// recovered. Throws StoreError as above.
+        ///
+        /// Asio cancellation: honours `terminal`, `partial` and `total`:
+        /// the wait ends with `operation_aborted` and the scheduler being
+        /// opened shuts down as when its last handle goes: a standby stops
+        /// waiting for the lead (its store is released: a store leads at
+        /// most once, so open the file again with a new store to retry), one
+        /// that already leads hands over.
         template <class P2 = P>
         asio::awaitable<Scheduler> open(asio::any_io_executor ex) const {
             return open_core(this->template build_durable_core<P2>(std::move(ex)));
@@ -82,30 +99,39 @@ public:
 
     static Builder builder() { return Builder{}; }
 
-    /// Submits without waiting. Errors: UnknownPool, ShuttingDown, Invalid,
-    /// and for fixed starts and dependencies ReservationConflict, Cycle,
-    /// UnknownDependency. A key held by a live or retained task gives a
-    /// handle to that task.
+    /// Submits without waiting. Errors: UnknownPool, UnknownResource,
+    /// ResourceExceedsCapacity, ShuttingDown, Invalid (also a payload the
+    /// store's codec refuses or finds too large); past a bound (SPEC §8)
+    /// Full under `OverflowPolicy::Wait`, Overloaded under `Reject` or a
+    /// shedding policy that finds no victim; for fixed starts and
+    /// dependencies ReservationConflict, Cycle, UnknownDependency. A key
+    /// held by a live or retained task gives a handle to that task.
     SubmitResult<TaskHandle<O>> try_submit(Task<P> task) {
-        auto r = owner_->core->try_submit(std::move(task).request());
+        auto r = owner_->core->try_submit(detail::Access::take(std::move(task)));
         if (!r) return {r.error(), r.message()};
         return detail::Access::make<TaskHandle<O>>(std::move(r).value());
     }
 
-    /// Submits; throws SubmitException on an error. When the task's pool is
-    /// full under `OverflowPolicy::Wait`, suspends until there is room, in
-    /// FIFO order among waiting submitters (a `try_submit` that finds room
-    /// is admitted at once). At shutdown, waiting submitters fail with
-    /// `ShuttingDown`. Completes on the awaiting coroutine's executor.
+    /// Submits. When the task's pool is full under `OverflowPolicy::Wait`,
+    /// suspends until there is room, in FIFO order among waiting
+    /// submitters (a `try_submit` that finds room is admitted at once). At
+    /// shutdown, waiting submitters fail with `ShuttingDown`. With a store
+    /// it then waits until the admission is committed (SPEC §14: this is
+    /// the acknowledgement).
     ///
-    /// Asio cancellation: honours `terminal`, `partial` and `total` while
-    /// it waits for room (a coroutine's default filter lets only
-    /// `terminal` through): the wait ends with `operation_aborted`, the
-    /// task is not admitted and its turn passes to the next submitter.
-    /// Once admitted, the task is not withdrawn.
+    /// Completion: the handle of the admitted task, or of the task that
+    /// holds its key. Throws SubmitException with `try_submit`'s errors
+    /// but `Full` (it waits instead), and with a store `StoreFailed` when
+    /// the scheduler stops leading before the commit.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total`. While
+    /// it waits for room: the task is not admitted and its turn passes to
+    /// the next submitter. While it waits for the commit: the task stays
+    /// admitted and is committed all the same (find it by key or id).
+    /// Either way the wait ends with `operation_aborted`.
     asio::awaitable<TaskHandle<O>> submit(Task<P> task) {
         auto owner = owner_;
-        auto op = owner->core->submit(std::move(task).request());
+        auto op = owner->core->submit(detail::Access::take(std::move(task)));
         auto state = co_await std::move(op);
         co_return detail::Access::make<TaskHandle<O>>(std::move(state));
     }
@@ -117,7 +143,7 @@ public:
     std::vector<SubmitResult<TaskHandle<O>>> try_submit_many(std::vector<Task<P>> tasks) {
         std::vector<detail::TaskRequest> requests;
         requests.reserve(tasks.size());
-        for (Task<P>& t : tasks) requests.push_back(std::move(t).request());
+        for (Task<P>& t : tasks) requests.push_back(detail::Access::take(std::move(t)));
         auto results = owner_->core->try_submit_many(std::move(requests));
         std::vector<SubmitResult<TaskHandle<O>>> out;
         out.reserve(results.size());
@@ -136,7 +162,7 @@ public:
     SubmitResult<std::vector<TaskHandle<O>>> try_submit_batch(std::vector<Task<P>> tasks) {
         std::vector<detail::TaskRequest> requests;
         requests.reserve(tasks.size());
-        for (Task<P>& t : tasks) requests.push_back(std::move(t).request());
+        for (Task<P>& t : tasks) requests.push_back(detail::Access::take(std::move(t)));
         auto r = owner_->core->try_submit_batch(std::move(requests));
         if (!r) return {r.error(), r.message()};
         std::vector<TaskHandle<O>> handles;
@@ -146,8 +172,14 @@ public:
     }
 
     /// `try_submit_batch` that throws SubmitException on an error. It never
-    /// suspends on a wait, so there is nothing for Asio cancellation to
-    /// end: it completes with the batch admitted or throws.
+    /// suspends on a wait, not even for room under `OverflowPolicy::Wait`
+    /// (`Full`) nor, with a store, for the commit: like `try_submit`, its
+    /// success is not an acknowledgement; `flush()` waits for it.
+    ///
+    /// Completion: the handles, in the order of `tasks`. Throws
+    /// SubmitException with `try_submit_batch`'s error.
+    ///
+    /// Asio cancellation: none; it has no wait for cancellation to end.
     asio::awaitable<std::vector<TaskHandle<O>>> submit_batch(std::vector<Task<P>> tasks) {
         auto owner = owner_;
         auto r = try_submit_batch(std::move(tasks));
@@ -159,7 +191,7 @@ public:
     /// cron text, an unknown time zone or pool; nothing is registered then.
     /// While a schedule is registered the scheduler keeps a timer pending
     /// for its next occurrence; shutdown stops every schedule.
-    void add_recurring(Recurring<P> schedule) { owner_->core->add_recurring(std::move(schedule).request()); }
+    void add_recurring(Recurring<P> schedule) { owner_->core->add_recurring(detail::Access::take(std::move(schedule))); }
     /// Stops a schedule; occurrences already submitted go on. False if
     /// there is no schedule of that name.
     bool remove_recurring(std::string_view name) { return owner_->core->remove_recurring(name); }
@@ -216,47 +248,58 @@ public:
     Snapshot snapshot() const { return owner_->core->snapshot(); }
 
     /// Every status transition from now on; see EventStream.
-    EventStream subscribe() { return EventStream(owner_->core->subscribe()); }
+    EventStream subscribe() { return detail::Access::make<EventStream>(owner_->core->subscribe()); }
 
-    /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`;
-    /// running attempts get `grace` to finish, then are cancelled. Completes
-    /// when every handle has its terminal status and no attempt coroutine is
-    /// left, or, for coroutines that ignore their cancellation, at most
-    /// `abandon_after` (default 1 s) later: those are abandoned, with a
-    /// warning naming each; they keep what they use alive, their late
-    /// results are ignored, and the io_context's `run()` returns once they
-    /// end. Afterwards the scheduler holds no pending operation.
+    /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`
+    /// (with a store they are handed over to the next leader instead,
+    /// SPEC §14); running attempts get `grace` to finish, then are
+    /// cancelled. `grace`: any `std::chrono::duration`, saturated into
+    /// nanoseconds. Safe to call again (a later call can only shorten the
+    /// grace).
     ///
-    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
-    /// coroutine's default filter lets only `terminal` through): the wait
-    /// ends with `operation_aborted`, and the shutdown goes on regardless.
-    /// `grace`: any `std::chrono::duration`, saturated into nanoseconds.
+    /// Completion: when every handle has its terminal status and no attempt
+    /// coroutine is left, or, for coroutines that ignore their
+    /// cancellation, at most `abandon_after` (default 1 s) later: those are
+    /// abandoned, with a warning naming each; they keep what they use
+    /// alive, their late results are ignored, and the io_context's `run()`
+    /// returns once they end. With a store, also once the lead was given
+    /// up. Afterwards the scheduler holds no pending operation. Throws
+    /// nothing.
+    ///
+    /// Asio cancellation: honours `terminal`, `partial` and `total`: the
+    /// wait ends with `operation_aborted`, and the shutdown goes on
+    /// regardless.
     template <class Rep, class Period>
     asio::awaitable<void> shutdown(std::chrono::duration<Rep, Period> grace) {
         auto owner = owner_;
         co_await owner->core->shutdown(saturating_ns(grace));
     }
 
-    /// Completes once every task admitted so far, and every change made so
-    /// far, is committed to the store (at once without a store). Throws
+    /// Waits until every task admitted so far, and every change made so
+    /// far, is committed to the store.
+    ///
+    /// Completion: once committed; at once without a store. Throws
     /// StoreError if the scheduler stops leading first.
     ///
-    /// Asio cancellation: honours `terminal`, `partial` and `total` (a
-    /// coroutine's default filter lets only `terminal` through): the wait
-    /// ends with `operation_aborted`; the commit goes on.
+    /// Asio cancellation: honours `terminal`, `partial` and `total`: the
+    /// wait ends with `operation_aborted`; the commit goes on.
     asio::awaitable<void> flush() {
         auto owner = owner_;
         auto done = owner->core->flush();
         co_await std::move(done);
     }
 
-    /// Completes once this scheduler stopped leading on its store: fenced
-    /// by another process, commits failing for `leader_lease`, or its
+    /// Waits until this scheduler stopped leading on its store: fenced by
+    /// another process, commits failing for `leader_lease`, or its
     /// shutdown handing over. It then admits nothing, and its waiters have
-    /// failed. Without a store it never completes.
+    /// failed.
+    ///
+    /// Completion: once the lead ended (at once if it already has); never
+    /// without a store. Throws nothing.
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total`: the
-    /// wait ends with `operation_aborted`.
+    /// wait ends with `operation_aborted` (the only way it ends without a
+    /// store).
     asio::awaitable<void> leadership_lost() {
         auto owner = owner_;
         auto lost = owner->core->leadership_lost();
@@ -271,7 +314,7 @@ public:
     std::uint64_t lock_acquisitions() const { return owner_->core->lock_acquisitions(); }
 
 private:
-    friend class BlockingScheduler<P, O>;
+    friend struct detail::Access;
     // Shared by every copy of this Scheduler; the last one out shuts down.
     struct Owner {
         explicit Owner(std::shared_ptr<detail::SchedulerCore> c) : core(std::move(c)) {}

@@ -1,6 +1,7 @@
 #pragma once
 // Task<P>: the description of one unit of work, built fluently (SPEC §11).
 #include <cronoq/dep.hpp>
+#include <cronoq/detail/access.hpp>
 #include <cronoq/detail/task_request.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/ids.hpp>
@@ -24,48 +25,48 @@ namespace cronoq {
 template <class P>
 class Task {
 public:
-    explicit Task(P payload) { r_.payload = std::make_shared<const P>(std::move(payload)); }
+    explicit Task(P payload) { state_.payload = std::make_shared<const P>(std::move(payload)); }
     static Task from_shared(std::shared_ptr<const P> payload) { return Task(std::move(payload), shared_tag{}); }
 
     /// The pool to run in; default: the first pool declared.
-    Task& pool(std::string name) { r_.pool = std::move(name); return *this; }
+    Task& pool(std::string name) { state_.pool = std::move(name); return *this; }
     /// A label for metrics and learned run times, e.g. "resize".
-    Task& kind(std::string name) { r_.kind = std::move(name); return *this; }
-    Task& priority(Priority p) { r_.priority = p; return *this; }
+    Task& kind(std::string name) { state_.kind = std::move(name); return *this; }
+    Task& priority(Priority p) { state_.priority = p; return *this; }
     /// Idempotency: while a live or retained task holds this key, submitting
     /// it again runs nothing new and returns a handle to that task. Handed
     /// to attempts as `TaskContext::key()`; names the task in a `TaskRef`.
-    Task& key(std::string k) { r_.key = std::move(k); return *this; }
+    Task& key(std::string k) { state_.key = std::move(k); return *this; }
     /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
     template <class Rep, class Period>
     Task& deadline_in(std::chrono::duration<Rep, Period> d) {
-        r_.deadline_in = saturating_ns(d);
-        r_.deadline_at.reset();
+        state_.deadline_in = saturating_ns(d);
+        state_.deadline_at.reset();
         return *this;
     }
-    Task& deadline_at(std::chrono::system_clock::time_point t) { r_.deadline_at = t; r_.deadline_in.reset(); return *this; }
+    Task& deadline_at(std::chrono::system_clock::time_point t) { state_.deadline_at = t; state_.deadline_in.reset(); return *this; }
     /// A fixed start (SPEC §6): the task is `Scheduled` until then and
     /// dispatched at it, ahead of ordinary ready work; the pool keeps a slot
     /// free for it from `max_hold` before. It reserves a slot for its
     /// expected duration; more reservations at once than the pool's
     /// `reservable_fraction` allows fail with `ReservationConflict`.
-    Task& start_at(std::chrono::system_clock::time_point t) { r_.start_at = t; r_.start_in.reset(); return *this; }
+    Task& start_at(std::chrono::system_clock::time_point t) { state_.start_at = t; state_.start_in.reset(); return *this; }
     template <class Rep, class Period>
     Task& start_in(std::chrono::duration<Rep, Period> d) {
-        r_.start_in = saturating_ns(d);
-        r_.start_at.reset();
+        state_.start_in = saturating_ns(d);
+        state_.start_at.reset();
         return *this;
     }
     /// How late a start may be before `on_miss` applies (default 1 s).
     template <class Rep, class Period>
     Task& start_tolerance(std::chrono::duration<Rep, Period> d) {
-        r_.start_tolerance = saturating_ns(d);
+        state_.start_tolerance = saturating_ns(d);
         return *this;
     }
-    Task& on_miss(MissPolicy p) { r_.on_miss = p; return *this; }
+    Task& on_miss(MissPolicy p) { state_.on_miss = p; return *this; }
     /// Waits for another task (SPEC §7): `Blocked` until every edge is met,
     /// `Skipped` as soon as one cannot be. May be called several times.
-    Task& depends_on(Dep dep) { r_.depends_on.push_back(std::move(dep)); return *this; }
+    Task& depends_on(Dep dep) { state_.depends_on.push_back(std::move(dep)); return *this; }
     /// Needs `amount` units of a resource declared on the scheduler
     /// (`Builder::resource`) for each attempt: all of a task's resources
     /// are taken together at dispatch; a semaphore's units are held until
@@ -73,34 +74,32 @@ public:
     /// `UnknownResource` at submit; more than the resource could ever grant
     /// is `ResourceExceedsCapacity`.
     Task& resource(std::string name, std::uint32_t amount) {
-        r_.resources.push_back({std::move(name), amount});
+        state_.resources.push_back({std::move(name), amount});
         return *this;
     }
     /// Per attempt; an attempt still running after `d` fails retryably.
     template <class Rep, class Period>
     Task& timeout(std::chrono::duration<Rep, Period> d) {
-        r_.timeout = saturating_ns(d);
+        state_.timeout = saturating_ns(d);
         return *this;
     }
-    Task& retry(RetryPolicy policy) { r_.retry = policy; return *this; }
-    Task& tag(std::string k, std::string v) { r_.tags.emplace_back(std::move(k), std::move(v)); return *this; }
+    Task& retry(RetryPolicy policy) { state_.retry = policy; return *this; }
+    Task& tag(std::string k, std::string v) { state_.tags.emplace_back(std::move(k), std::move(v)); return *this; }
     /// W3C trace context handed to every attempt; default: the
     /// "traceparent" tag, if any.
-    Task& traceparent(std::string tp) { r_.traceparent = std::move(tp); return *this; }
+    Task& traceparent(std::string tp) { state_.traceparent = std::move(tp); return *this; }
     /// Expected run time, for the deadline's latest start.
     template <class Rep, class Period>
     Task& duration_hint(std::chrono::duration<Rep, Period> d) {
-        r_.duration_hint = saturating_ns(d);
+        state_.duration_hint = saturating_ns(d);
         return *this;
     }
 
-    const detail::TaskRequest& request() const& { return r_; }
-    detail::TaskRequest&& request() && { return std::move(r_); }
-
 private:
+    friend struct detail::Access;
     struct shared_tag {};
-    Task(std::shared_ptr<const P> payload, shared_tag) { r_.payload = std::move(payload); }
-    detail::TaskRequest r_;
+    Task(std::shared_ptr<const P> payload, shared_tag) { state_.payload = std::move(payload); }
+    detail::TaskRequest state_;
 };
 
 }  // namespace cronoq

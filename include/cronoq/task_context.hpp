@@ -40,9 +40,12 @@ public:
     const std::optional<std::string>& traceparent() const;
 
     bool is_cancelled() const;
-    /// Completes when the attempt is cancelled (at once if it already is),
-    /// never otherwise; the completion is posted to the awaiting
-    /// coroutine's executor, never run inline.
+    /// Waits until the attempt is cancelled: by the engine (task cancelled,
+    /// timeout, lease expiry, shutdown) or because the attempt has ended.
+    ///
+    /// Completion: once cancelled (at once if it already is), never
+    /// otherwise; posted to the awaiting coroutine's executor, never run
+    /// inline. Throws nothing but the cancellation below.
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through). Any of

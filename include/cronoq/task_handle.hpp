@@ -28,12 +28,18 @@ public:
     /// Same as `Scheduler::cancel(id())`.
     bool cancel() { return state_->cancel(); }
 
-    /// Waits for the task's end: its output if it succeeded (null for `void`),
-    /// else throws `TaskFailure` with the status and last error. When the
-    /// task has already ended, the coroutine goes on at once, without
+    /// Waits for the task's end (with a store, for its end to be
+    /// committed). When the task has already ended (and, with a store, its
+    /// end is committed), the coroutine goes on at once, without
     /// suspending. Otherwise a real Asio operation: it keeps the io_context
     /// busy while it waits, and its completion is posted to the awaiting
     /// coroutine's executor.
+    ///
+    /// Completion: the output if the task succeeded (null for `void`).
+    /// Throws `TaskFailure` with the status, attempt and last error for
+    /// any other end, and with a store when the lead ended before the end
+    /// was committed (its status is then the one the store keeps, the
+    /// message says why).
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through). Any of

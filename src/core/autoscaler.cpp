@@ -50,19 +50,19 @@ std::size_t slots_for(double demand) {
 }
 
 Autoscaler::Autoscaler(AutoscaleConfig config, std::size_t min, std::size_t initial, std::size_t max,
-                       Duration default_service_time, Time now, ScalerFn custom)
+                       Duration default_service_time, Time now, bool user_policy)
     : config_(config),
       min_(min),
       max_(max),
-      custom_(std::move(custom)),
+      user_policy_(user_policy),
       period_start_(now),
       mean_service_(default_service_time),
       last_change_(now),
       desired_(initial) {
     window_.push_back(Seen{now, initial});
     // A default policy at its minimum has nothing to do until work comes;
-    // a user scaler is asked once, as it may want something else.
-    if (custom_ || initial > min_) next_due_ = saturating_add(now, config_.interval);
+    // a user policy is asked once, as it may want something else.
+    if (user_policy_ || initial > min_) next_due_ = saturating_add(now, config_.interval);
 }
 
 void Autoscaler::record_arrival(Time now, std::uint64_t count) {
@@ -151,49 +151,54 @@ bool Autoscaler::idle(const PoolLoad& load, double demand, std::size_t target) c
     const bool no_work = load.busy == 0 && load.reserved == 0 && arrivals_ == 0 &&
                          std::all_of(load.pending.begin(), load.pending.end(), [](std::size_t n) { return n == 0; });
     if (!no_work || target != load.capacity) return false;
-    // A user scaler that agrees with the capacity of an idle pool is
+    // A user policy that agrees with the capacity of an idle pool is
     // settled; the default policy is settled at its minimum once the
     // smoothed arrival rate has decayed below the 0.01-slot threshold.
-    return custom_ || (target == min_ && slots_for(demand) == 0);
+    return user_policy_ || (target == min_ && slots_for(demand) == 0);
 }
 
 std::optional<std::size_t> Autoscaler::evaluate(Time now, const PoolLoad& load) {
-    if (!next_due_ || now < *next_due_) return std::nullopt;
+    if (asking_ || !next_due_ || now < *next_due_) return std::nullopt;
     // An evaluation brought forward by a wake-up does not end the
     // measurement period early: rates need a full interval.
     if (now - period_start_ >= config_.interval) fold_measurements(now);
     input_ = make_input(now, load);
+    // Due again at the end of the period, unless the answer finds the pool
+    // idle, or a wake-up while it is awaited brings that forward.
+    next_due_ = saturating_add(period_start_, config_.interval);
+    if (user_policy_) {
+        asking_ = true;
+        return std::nullopt;
+    }
 
     const std::size_t current = load.capacity;
-    double demand = 0;
-    std::size_t wanted = current;
-    if (custom_) {
-        try {
-            wanted = custom_(input_);
-        } catch (...) {
-            // A throwing user policy must not take the engine down; it has
-            // no opinion this time.
-            ++scaler_errors_;
-        }
-    } else {
-        demand = default_demand(config_, input_);
-        wanted = slots_for(demand);
-    }
-    desired_ = std::clamp(wanted, min_, max_);
-
-    const std::size_t target = std::clamp(custom_ ? desired_ : damped(now, desired_, current), min_, max_);
+    const double demand = default_demand(config_, input_);
+    desired_ = std::clamp(slots_for(demand), min_, max_);
+    const std::size_t target = std::clamp(damped(now, desired_, current), min_, max_);
     if (target != current) last_change_ = now;
-
-    if (idle(load, demand, target)) {
-        // Asleep until work arrives; what the smoothed rate still held is
-        // under the threshold and would only decay further.
-        next_due_.reset();
-        arrival_rate_ = 0;
-    } else {
-        next_due_ = saturating_add(period_start_, config_.interval);
-    }
+    if (idle(load, demand, target)) sleep();
     if (target == current) return std::nullopt;
     return target;
+}
+
+std::optional<std::size_t> Autoscaler::answer(Time now, std::optional<std::size_t> wanted, const PoolLoad& load) {
+    if (!asking_) return std::nullopt;
+    asking_ = false;
+    // No opinion (the policy threw) keeps the capacity, within [min, max].
+    const std::size_t current = load.capacity;
+    desired_ = std::clamp(wanted.value_or(current), min_, max_);
+    const std::size_t target = desired_;
+    if (target != current) last_change_ = now;
+    if (idle(load, 0.0, target)) sleep();
+    if (target == current) return std::nullopt;
+    return target;
+}
+
+void Autoscaler::sleep() {
+    // Asleep until work arrives; what the smoothed rate still held is
+    // under the threshold and would only decay further.
+    next_due_.reset();
+    arrival_rate_ = 0;
 }
 
 }  // namespace cronoq::core::detail

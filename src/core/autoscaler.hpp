@@ -2,10 +2,12 @@
 // A pool's autoscaling policy (SPEC §9): turns measurements of its load into
 // a capacity, once per `interval`. Sans-IO like the engine that owns it:
 // every call takes `now`; the engine makes `next_evaluation()` a wakeup and
-// applies what `evaluate` returns with `set_capacity` (and a `ScaleTo`).
+// applies what `evaluate` (or, for a user policy, `answer`) returns as the
+// pool's capacity (and a `ScaleTo`). A user policy is the owner's code, so
+// the autoscaler never calls it: it asks a question (its input) that the
+// owner answers later, outside whatever lock it holds the engine under.
 #include <cronoq/autoscale.hpp>
 #include <cronoq/core/time.hpp>
-#include <cronoq/detail/unique_function.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/scaler.hpp>
 
@@ -30,14 +32,6 @@ struct PoolLoad {
     std::size_t reserved = 0;
 };
 
-/// A user policy, type-erased (a Scaler may be move-only and stateful).
-using ScalerFn = cronoq::detail::UniqueFunction<std::size_t(const ScalerInput&)>;
-
-template <Scaler S>
-ScalerFn erase_scaler(S scaler) {
-    return ScalerFn([s = std::move(scaler)](const ScalerInput& in) mutable -> std::size_t { return s.desired(in); });
-}
-
 /// The default formula of SPEC §9 (see AutoscaleConfig): the demand in
 /// slots, before rounding and clamping. Exposed for tests and for user
 /// scalers that want to start from it.
@@ -54,11 +48,12 @@ public:
     /// max`. `default_service_time` stands for the mean run time until an
     /// attempt has ended (the pool's `default_duration`). The initial
     /// capacity counts as desired at `now` (so the pool keeps it for a
-    /// stabilization window) and as a change at `now` (cooldown). With a
-    /// `custom` scaler, its answer replaces the default policy (see
-    /// scaler.hpp: clamped to [min, max], no step bounds, no stabilization).
+    /// stabilization window) and as a change at `now` (cooldown). With
+    /// `user_policy`, the owner's answers (`answer`) replace the default
+    /// policy (see scaler.hpp: clamped to [min, max], no step bounds, no
+    /// stabilization).
     Autoscaler(AutoscaleConfig config, std::size_t min, std::size_t initial, std::size_t max,
-               Duration default_service_time, Time now, ScalerFn custom = {});
+               Duration default_service_time, Time now, bool user_policy = false);
 
     /// Work joined the pool's queue (a submit, a fixed start due, a retry
     /// out of backoff). Wakes a sleeping autoscaler: it asks to be
@@ -77,9 +72,23 @@ public:
     /// timer, SPEC §11).
     std::optional<Time> next_evaluation() const { return next_due_; }
 
-    /// Runs the policy if it is due at `now` (else does nothing). Returns
-    /// the new capacity, or nothing if it stays `load.capacity`.
+    /// Runs the policy if it is due at `now` and no question is open (else
+    /// does nothing). The default policy answers at once: the new capacity,
+    /// or nothing if it stays `load.capacity`. A user policy is asked
+    /// instead: `asking()` turns true, `last_input()` is the question, and
+    /// nothing changes until `answer`; no evaluation is due meanwhile.
     std::optional<std::size_t> evaluate(Time now, const PoolLoad& load);
+
+    /// Whether a question to the user policy is open.
+    bool asking() const { return asking_; }
+
+    /// The user policy's answer to the open question: the capacity it
+    /// wants, or empty when it had no opinion (it threw), which keeps the
+    /// capacity. `load` is the pool as it is now: the pool sleeps only if
+    /// it is idle when the answer comes. Returns the new capacity,
+    /// or nothing if it stays `load.capacity` (also when no question is
+    /// open: nothing changes then).
+    std::optional<std::size_t> answer(Time now, std::optional<std::size_t> wanted, const PoolLoad& load);
 
     /// The last evaluation's desired capacity, clamped to [min, max]: the
     /// `desired` figure of a snapshot.
@@ -87,10 +96,8 @@ public:
     /// Smoothed measurements, as the last evaluation saw them.
     double arrival_rate() const { return arrival_rate_; }
     Duration mean_service_time() const { return mean_service_; }
-    /// The input of the last evaluation.
+    /// The input of the last evaluation (for a user policy, its question).
     const ScalerInput& last_input() const { return input_; }
-    /// Evaluations where the user scaler threw (the capacity was kept).
-    std::uint64_t scaler_errors() const { return scaler_errors_; }
     const AutoscaleConfig& config() const { return config_; }
 
 private:
@@ -104,11 +111,13 @@ private:
     std::size_t damped(Time now, std::size_t wanted, std::size_t current);
     std::size_t stabilized(Time now, std::size_t wanted);
     bool idle(const PoolLoad& load, double demand, std::size_t target) const;
+    void sleep();
 
     AutoscaleConfig config_;
     std::size_t min_;
     std::size_t max_;
-    ScalerFn custom_;
+    bool user_policy_;
+    bool asking_ = false;
 
     // Measurements of the current period (since period_start_).
     Time period_start_;
@@ -128,7 +137,6 @@ private:
     std::optional<Time> next_due_;
     std::size_t desired_;
     ScalerInput input_;
-    std::uint64_t scaler_errors_ = 0;
 };
 
 }  // namespace cronoq::core::detail

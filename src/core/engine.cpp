@@ -138,7 +138,6 @@ PoolId Engine::add_pool(PoolConfig config) {
         if (auto problem = detail::check_autoscale(*config.autoscale)) throw ConfigError(describe_pool(config) + *problem);
     PoolState p(s_->config.metrics_window);
     p.autoscale_config = config.autoscale;
-    if (config.scaler) p.custom_scaler = detail::ScalerFn([f = config.scaler](const ScalerInput& in) { return f(in); });
     p.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
                  s_->config.global_bounds.bounded();
     // At least one slot, as SPEC §6 says, even for a fraction of 0.
@@ -266,6 +265,21 @@ void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     p.dirty = true;
     s_->run_due_timers(now);
     s_->settle(now);
+}
+
+std::optional<ScalerInput> Engine::scaler_question(PoolId pool) const {
+    const PoolState& p = s_->pools.at(pool);
+    if (!p.autoscaler || !p.autoscaler->asking()) return std::nullopt;
+    return p.autoscaler->last_input();
+}
+
+bool Engine::answer_scaler(PoolId pool, std::optional<std::size_t> desired, Time now) {
+    State& s = *s_;
+    s.pools.at(pool);  // throws for an unknown pool, as counters() does
+    s.run_due_timers(now);
+    const bool open = s.answer_scaler(pool, desired, now);
+    s.settle(now);
+    return open;
 }
 
 void Engine::tick(Time now) {

@@ -449,14 +449,21 @@ struct Engine::State {
     bool took_best = true;  // the dispatch being made took the best-scored ready task
 
     // ---- autoscaling (engine_autoscale.cpp) ------------------------------------
-    /// Evaluates the pool's autoscaler if due, applies a new capacity with
-    /// a ScaleTo, and keeps its timer armed at the next evaluation.
+    /// Evaluates the pool's autoscaler if due: applies a new capacity with
+    /// a ScaleTo, or asks a user policy (AskScaler); keeps its timer armed
+    /// at the next evaluation.
     void autoscale(PoolId pool, Time now);
+    /// The user policy's answer (Engine::answer_scaler).
+    bool answer_scaler(PoolId pool, std::optional<std::size_t> wanted, Time now);
+    /// The pool as an evaluation reads it: exact state, taken as is.
+    detail::PoolLoad load_of(PoolState& p, const detail::Autoscaler& a, Time now);
+    /// An autoscaler's new capacity, announced with a ScaleTo.
+    void scale_to(PoolId pool, std::size_t capacity, Time now);
     detail::Autoscaler* scaler_of(PoolState& p, Time now) {
         if (!p.autoscale_config) return nullptr;
         if (!p.autoscaler)
             p.autoscaler.emplace(*p.autoscale_config, p.config.min_workers, p.capacity, p.config.max_workers,
-                                 p.config.default_duration, now, std::move(p.custom_scaler));
+                                 p.config.default_duration, now, p.config.user_scaler);
         return &*p.autoscaler;
     }
 

@@ -169,7 +169,6 @@ struct PoolState {
     // real `now` (the engine learns time only from calls).
     std::optional<detail::Autoscaler> autoscaler;
     std::optional<AutoscaleConfig> autoscale_config;
-    detail::ScalerFn custom_scaler;
     Time autoscale_armed = never;  // the Autoscale timer in the heap
     bool may_shed = false;  // keeps the lists above
     bool full = false;      // a submit got Full: SpaceAvailable once there is room

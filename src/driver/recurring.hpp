@@ -24,6 +24,10 @@ struct Schedule {
     /// policy). A store keeps it, so that a new leader fires none twice;
     /// a schedule replaced under its name keeps it too.
     std::optional<std::chrono::system_clock::time_point> last_fired;
+    /// With a store: the template's payload as the codec encoded it, once,
+    /// off the engine's mutex (the codec is the application's code); every
+    /// occurrence's row takes these bytes.
+    std::string encoded_payload;
     bool broken = false;                         // QueueOnSuccess after a failure
     std::uint64_t skipped = 0;                   // occurrences not created (Skip, or missed while late)
     // Wall and engine time when the schedule was last looked at: wall time

@@ -9,6 +9,7 @@
 
 #include "recurring_definition.hpp"
 #include "scheduler_state.hpp"
+#include "task_options.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -25,11 +26,14 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
         throw ConfigError(where + e.what());
     }
     if (r.deadline_after && r.deadline_after->count() <= 0) throw ConfigError(where + "deadline_after must be positive");
-    std::string definition;  // with a store: made off the mutex (the codec is the application's)
+    // With a store: made off the mutex (the codec is the application's).
+    std::string definition;
+    std::string payload;
     if (s_->durable) {
         auto bytes = s_->encode(r.task);
         if (!bytes) throw ConfigError(where + "task: " + bytes.message());
         definition = encode_schedule(r, bytes.value().payload, bytes.value().wall);
+        payload = std::move(bytes).value().payload;
     }
     State::Step step(*s_);
     if (r.task.pool && !s_->engine.find_pool(*r.task.pool))
@@ -43,6 +47,7 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
     const auto first = expr->next_after(last_fired.value_or(s_->clock->system_now()), r.tz);
     Schedule schedule{std::move(r), *expr, first.value_or(std::chrono::system_clock::time_point::max()), std::nullopt};
     schedule.last_fired = last_fired;
+    schedule.encoded_payload = std::move(payload);
     const std::string name = schedule.request.name;
     s_->schedules.insert_or_assign(name, std::move(schedule));
     if (s_->durable) s_->write(store::RecurringPut{name, std::move(definition)});
@@ -82,7 +87,11 @@ void SchedulerCore::State::on_recurring_due() {
             });
             continue;
         }
-        auto handle = submit_one(*request);
+        // The occurrence's bytes: the template's payload, encoded when the
+        // schedule was added, and its own options (no application code).
+        std::optional<Encoded> encoded;
+        if (durable) encoded.emplace(Encoded{s.encoded_payload, encode_options(*request, wall), wall});
+        auto handle = submit_one(*request, encoded ? &*encoded : nullptr);
         if (handle)
             s.last = handle.value()->id();
         else

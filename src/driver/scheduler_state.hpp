@@ -68,6 +68,7 @@ struct PoolRuntime {
     // Submitters waiting for room under OverflowPolicy::Wait, in order; the
     // head is woken when the engine announces space.
     std::deque<std::shared_ptr<WaitList>> waiting_submits;
+    bool scaler_failing = false;  // the user scaler's last call threw (scheduler_scaling.cpp)
 };
 
 // The engine's mutex, counting its acquisitions: a figure of the driver's
@@ -281,6 +282,9 @@ struct SchedulerCore::State {
     void on(core::Forget& f, core::Time now, std::chrono::system_clock::time_point wall);
     void on(core::ScaleTo& s, core::Time now, std::chrono::system_clock::time_point wall);
     void on(core::SpaceAvailable& s, core::Time now, std::chrono::system_clock::time_point wall);
+    void on(core::AskScaler& q, core::Time now, std::chrono::system_clock::time_point wall);
+    /// No mutex: calls the pool's user scaler, then answers the engine.
+    void ask_scaler(core::PoolId pool, const ScalerInput& question);
     void wake_next_submit(PoolRuntime& pool);
     void serve_ends(core::Time now);
     void log(UniqueFunction<void()> line) { deferred.emplace_back(std::move(line)); }

@@ -296,6 +296,7 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
             const auto next = expr.next_after(from, r.tz).value_or(std::chrono::system_clock::time_point::max());
             Schedule schedule{std::move(r), std::move(expr), next, std::nullopt};
             schedule.last_fired = row.last_fired;
+            schedule.encoded_payload = std::move(stored.payload);
             if (row.last_fired) schedule.last = engine.find_key(occurrence_key(schedule, *row.last_fired));
             schedules.insert_or_assign(row.name, std::move(schedule));
         } catch (const std::exception& e) {

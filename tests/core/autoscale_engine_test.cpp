@@ -1,5 +1,6 @@
 // Autoscaling through the engine (SPEC §9): ScaleTo actions under a burst
-// and when idle, a user scaler, and no timer for an idle pool at its floor.
+// and when idle, a user scaler asked through its owner, and no timer for an
+// idle pool at its floor.
 #include "engine_harness.hpp"
 
 #include <algorithm>
@@ -75,22 +76,53 @@ TEST(AutoscaleEngineTest, FallsToMinOnlyAfterTheStabilizationWindowOneStepPerCoo
     EXPECT_EQ(h.engine.next_wakeup(), std::nullopt) << "an idle pool at its floor keeps no timer";
 }
 
-TEST(AutoscaleEngineTest, AUserScalerReplacesTheDefaultPolicy) {
+// The engine never runs a user scaler (application code): it asks its owner
+// with AskScaler, keeps the capacity until the answer, asks nothing more
+// meanwhile, and applies the answer clamped to [min, max].
+TEST(AutoscaleEngineTest, AUserScalerIsAskedAndItsAnswerApplied) {
     Harness h;
-    PoolConfig c = scaled(0, 2, 10);
-    std::vector<std::size_t> saw_pending;
-    c.scaler = [&saw_pending](const ScalerInput& in) -> std::size_t {
-        saw_pending.push_back(in.pending[index_of(Priority::High)]);
-        return in.pending[index_of(Priority::High)] + in.busy >= 3 ? 7 : 0;
-    };
+    PoolConfig c = scaled(0, 0, 10);
+    c.user_scaler = true;
     const PoolId pool = h.add_pool(c);
-    h.set_capacity(pool, 0, t0);
     for (int i = 0; i < 3; ++i) h.submit(TaskSpec{.pool = pool, .priority = Priority::High}, t0);
     h.tick(t0 + 1s);
+    ASSERT_EQ(h.last_of<AskScaler>().size(), 1u);
+    EXPECT_EQ(h.last_of<AskScaler>().front().pool, pool);
+    EXPECT_TRUE(h.last_of<ScaleTo>().empty()) << "scaled before the answer";
+    const auto question = h.engine.scaler_question(pool);
+    ASSERT_TRUE(question);
+    EXPECT_EQ(question->pending[index_of(Priority::High)], 3u) << "the question shows the three queued High tasks";
+    EXPECT_EQ(question->capacity, 0u);
+    EXPECT_EQ(question->now, (t0 + 1s).time_since_epoch());
+
+    // While the question is open: no wakeup for it, no second question.
+    EXPECT_EQ(h.engine.next_wakeup(), std::nullopt);
+    h.tick(t0 + 1500ms);
+    EXPECT_TRUE(h.last_of<AskScaler>().empty());
+    EXPECT_EQ(h.engine.counters(pool).capacity, 0u);
+
+    EXPECT_TRUE(h.answer_scaler(pool, 7, t0 + 1500ms));
+    ASSERT_EQ(scale_steps(h), std::vector<std::size_t>{7});
     EXPECT_EQ(h.engine.counters(pool).capacity, 7u);
-    EXPECT_NE(std::find(saw_pending.begin(), saw_pending.end(), 3u), saw_pending.end())
-        << "the scaler saw the three queued High tasks";
     EXPECT_EQ(h.engine.counters(pool).desired, 7u);
+    EXPECT_EQ(h.dispatches().size(), 3u) << "the new slots run the queue in the answer's call";
+    EXPECT_TRUE(h.last_of<AskScaler>().empty());
+    EXPECT_EQ(h.engine.scaler_question(pool), std::nullopt);
+    EXPECT_FALSE(h.answer_scaler(pool, 9, t0 + 1500ms)) << "an answer without a question changes nothing";
+    EXPECT_EQ(h.engine.counters(pool).capacity, 7u);
+
+    // The next question comes an interval after the previous one; an
+    // answer beyond max is clamped; no answer (it threw) keeps the capacity.
+    EXPECT_EQ(h.engine.next_wakeup(), t0 + 2s);
+    h.tick(t0 + 2s);
+    ASSERT_EQ(h.last_of<AskScaler>().size(), 1u);
+    EXPECT_TRUE(h.answer_scaler(pool, 50, t0 + 2s));
+    EXPECT_EQ(scale_steps(h), std::vector<std::size_t>{10});
+    h.tick(t0 + 3s);
+    ASSERT_EQ(h.last_of<AskScaler>().size(), 1u);
+    EXPECT_TRUE(h.answer_scaler(pool, std::nullopt, t0 + 3s));
+    EXPECT_TRUE(scale_steps(h).empty());
+    EXPECT_EQ(h.engine.counters(pool).capacity, 10u);
 }
 
 TEST(AutoscaleEngineTest, AReservationScalesAnIdlePoolUpBeforeItsStart) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -20,24 +21,45 @@ using namespace std::chrono_literals;
 constexpr Time t0{};
 constexpr std::size_t normal = index_of(Priority::Normal);
 
+// A user policy as its owner calls it: empty when it threw.
+using ScalerFn = std::function<std::optional<std::size_t>(const ScalerInput&)>;
+
+template <Scaler S>
+ScalerFn call_scaler(S scaler) {
+    auto s = std::make_shared<S>(std::move(scaler));
+    return [s](const ScalerInput& in) -> std::optional<std::size_t> {
+        try {
+            return s->desired(in);
+        } catch (...) {
+            return std::nullopt;
+        }
+    };
+}
+
 // The engine's side of the conversation: a pool's load, applied capacity
-// changes, and the clock.
+// changes, and the clock; with a user policy, also its owner, who answers
+// the autoscaler's questions.
 struct Pool {
     Autoscaler scaler;
     PoolLoad load;
     Time now = t0;
     std::vector<std::pair<Duration, std::size_t>> changes;  // (time since t0, new capacity)
+    ScalerFn user;
 
     Pool(AutoscaleConfig config, std::size_t min, std::size_t initial, std::size_t max, ScalerFn custom = {})
-        : scaler(config, min, initial, max, 1s, t0, std::move(custom)) {
+        : scaler(config, min, initial, max, 1s, t0, custom != nullptr), user(std::move(custom)) {
         load.capacity = initial;
     }
 
     // Moves time on by `by` and evaluates if due, as the engine would at
-    // its wakeup.
+    // its wakeup; a question to the user policy is answered at once.
     std::optional<std::size_t> advance(Duration by = 1s) {
         now += by;
         auto changed = scaler.evaluate(now, load);
+        if (scaler.asking()) {
+            EXPECT_FALSE(changed) << "a question changed the capacity before its answer";
+            changed = scaler.answer(now, user(scaler.last_input()), load);
+        }
         if (changed) {
             load.capacity = *changed;
             changes.emplace_back(now - t0, *changed);
@@ -306,7 +328,7 @@ static_assert(!Scaler<NotAScaler>);
 TEST(Autoscaler, CustomScalerIsUsedAsIsWithinMinAndMax) {
     ScriptedScaler script{{15, 3, 50, 0, 0}};
     auto seen = script.seen;
-    Pool pool(AutoscaleConfig{}, 1, 1, 20, erase_scaler(std::move(script)));
+    Pool pool(AutoscaleConfig{}, 1, 1, 20, call_scaler(std::move(script)));
     pool.load.pending[normal] = 7;
     pool.load.busy = 1;
     // A user scaler is asked once after start even when idle.
@@ -325,7 +347,7 @@ TEST(Autoscaler, CustomScalerIsUsedAsIsWithinMinAndMax) {
     EXPECT_EQ(seen->at(0).pending[normal], 7u);
     EXPECT_EQ(seen->at(0).mean_service_time, 1s);
 
-    Pool move_only(AutoscaleConfig{}, 1, 1, 20, erase_scaler(MoveOnlyScaler{}));
+    Pool move_only(AutoscaleConfig{}, 1, 1, 20, call_scaler(MoveOnlyScaler{}));
     EXPECT_EQ(move_only.advance(1s), 3u);
 }
 
@@ -333,11 +355,62 @@ TEST(Autoscaler, ThrowingCustomScalerKeepsTheCapacity) {
     struct Throwing {
         std::size_t desired(const ScalerInput&) { throw std::runtime_error("boom"); }
     };
-    Pool pool(AutoscaleConfig{}, 1, 4, 8, erase_scaler(Throwing{}));
+    Pool pool(AutoscaleConfig{}, 1, 4, 8, call_scaler(Throwing{}));
     pool.load.pending[normal] = 1;
     EXPECT_EQ(pool.advance(1s), std::nullopt);
     EXPECT_EQ(pool.load.capacity, 4u);
-    EXPECT_EQ(pool.scaler.scaler_errors(), 1u);
+    EXPECT_EQ(pool.scaler.desired(), 4u);
+}
+
+// A user policy is the owner's code: the autoscaler asks and waits for the
+// answer instead of calling it (the engine's AskScaler).
+TEST(Autoscaler, AnOpenQuestionHoldsTheCapacityAndFurtherEvaluations) {
+    Pool pool(AutoscaleConfig{}, 1, 2, 8, [](const ScalerInput&) { return std::optional<std::size_t>(6); });
+    pool.load.pending[normal] = 3;
+    pool.now += 1s;
+    EXPECT_EQ(pool.scaler.evaluate(pool.now, pool.load), std::nullopt);
+    ASSERT_TRUE(pool.scaler.asking());
+    EXPECT_EQ(pool.scaler.last_input().now, 1s);
+    EXPECT_EQ(pool.scaler.last_input().pending[normal], 3u);
+    // Long past its interval, an evaluation asks nothing more.
+    pool.load.pending[normal] = 9;
+    EXPECT_EQ(pool.scaler.evaluate(pool.now + 5s, pool.load), std::nullopt);
+    EXPECT_TRUE(pool.scaler.asking());
+    EXPECT_EQ(pool.scaler.last_input().now, 1s) << "a second question replaced the open one";
+    EXPECT_EQ(pool.scaler.answer(pool.now + 5s, 6, pool.load), 6u);
+    EXPECT_FALSE(pool.scaler.asking());
+    EXPECT_EQ(pool.scaler.desired(), 6u);
+    EXPECT_EQ(pool.scaler.answer(pool.now + 5s, 3, pool.load), std::nullopt) << "an answer without a question";
+    EXPECT_EQ(pool.scaler.desired(), 6u);
+}
+
+TEST(Autoscaler, AnsweredIdlePoolSleepsUnlessWorkCameMeanwhile) {
+    const auto keep = [](const ScalerInput& in) { return std::optional<std::size_t>(in.capacity); };
+    Pool idle(AutoscaleConfig{}, 1, 2, 8, keep);
+    idle.now += 1s;
+    idle.scaler.evaluate(idle.now, idle.load);
+    ASSERT_TRUE(idle.scaler.asking());
+    EXPECT_EQ(idle.scaler.answer(idle.now, 2, idle.load), std::nullopt);
+    EXPECT_EQ(idle.scaler.next_evaluation(), std::nullopt) << "idle at the capacity it wants: asleep";
+
+    Pool busy(AutoscaleConfig{}, 1, 2, 8, keep);
+    busy.now += 1s;
+    busy.scaler.evaluate(busy.now, busy.load);
+    ASSERT_TRUE(busy.scaler.asking());
+    busy.scaler.record_arrival(busy.now + 10ms);  // while the question is open
+    EXPECT_EQ(busy.scaler.answer(busy.now + 20ms, 2, busy.load), std::nullopt);
+    EXPECT_EQ(busy.scaler.next_evaluation(), t0 + 2s) << "an arrival during the question keeps it awake";
+}
+
+TEST(Autoscaler, AWakeDuringTheQuestionAsksAgainAfterTheAnswer) {
+    Pool pool(AutoscaleConfig{}, 1, 2, 8, [](const ScalerInput&) { return std::optional<std::size_t>(4); });
+    pool.load.pending[normal] = 1;
+    pool.now += 1s;
+    pool.scaler.evaluate(pool.now, pool.load);
+    ASSERT_TRUE(pool.scaler.asking());
+    pool.scaler.wake(pool.now + 100ms);  // e.g. a reservation entered the horizon
+    EXPECT_EQ(pool.scaler.answer(pool.now + 200ms, 4, pool.load), 4u);
+    EXPECT_EQ(pool.scaler.next_evaluation(), pool.now + 100ms) << "the wake-up is not lost to the answer";
 }
 
 TEST(Autoscaler, InitialCapacityIsKeptForAStabilizationWindow) {

@@ -83,6 +83,11 @@ public:
         engine.tick(now);
         collect();
     }
+    bool answer_scaler(PoolId pool, std::optional<std::size_t> desired, Time now) {
+        const bool open = engine.answer_scaler(pool, desired, now);
+        collect();
+        return open;
+    }
     void shutdown(Time now, Time grace_end) {
         engine.shutdown(now, grace_end);
         collect();

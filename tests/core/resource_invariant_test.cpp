@@ -44,10 +44,13 @@
 //     default policy steps up by at most max(floor(ratio x capacity), abs)
 //     and never past its desired value, steps down by at most
 //     max_step_down, not within `cooldown` of its previous change and never
-//     below its desired value; a user scaler is called at most once per
-//     call, sees the pool's capacity, busy and pending as the model has
-//     them, and its answer is clamped and applied as is (a throw keeps the
-//     capacity); counters().capacity is the last ScaleTo or set_capacity;
+//     below its desired value; a user scaler is never called by the
+//     engine: it is asked (AskScaler) at most once per call, with the
+//     pool's capacity, busy and pending as the model has them, the test
+//     calls it and answers (answer_scaler), and the answer is clamped and
+//     applied as is (a throw keeps the capacity); the pool is scaled by
+//     nothing else; counters().capacity is the last ScaleTo or
+//     set_capacity;
 //   - counters() and stats(): running, ready (per class), retrying and every
 //     cumulative counter match the model; stats() counts dispatched,
 //     succeeded, failed, dead-lettered, retried, shed, waits and runs over
@@ -83,6 +86,7 @@ const char* op_name(Op::Kind k) {
         case Op::Kind::SetRate: return "set_rate";
         case Op::Kind::Tick: return "tick";
         case Op::Kind::Shutdown: return "shutdown";
+        case Op::Kind::ScalerAnswer: return "answer_scaler";
     }
     return "?";
 }
@@ -99,7 +103,7 @@ public:
             if (c.max_workers == 0) c.max_workers = c.capacity;
             m.config = std::move(c);
             m.last_change = now;  // the initial capacity counts as a change (autoscale.hpp)
-            if (m.config.scaler) user_pool = id;
+            if (m.config.user_scaler) user_pool = id;
             pools.push_back(std::move(m));
         }
         // The first call makes the autoscalers (their clocks start there).
@@ -230,7 +234,7 @@ private:
         out.back().max_workers = 5;
         out.back().min_workers = 1;
         out.back().autoscale = AutoscaleConfig{.interval = 700ms};
-        out.back().scaler = user_scaler(scaler_log);
+        out.back().user_scaler = true;
         return out;
     }
 
@@ -513,6 +517,32 @@ private:
         process(op, actions_);
         if (::testing::Test::HasFatalFailure()) return;
         check(static_cast<std::size_t>(step_));
+        if (::testing::Test::HasFatalFailure()) return;
+        answer_questions();
+    }
+
+    // As the engine's owner: calls the user scaler for each question the
+    // call asked, outside the engine, and answers it in a call of its own.
+    void answer_questions() {
+        std::vector<PoolId> asked;
+        for (const Action& a : actions_)
+            if (const auto* q = std::get_if<AskScaler>(&a)) asked.push_back(q->pool);
+        for (PoolId pool : asked) {
+            const std::optional<ScalerInput> question = engine_.scaler_question(pool);
+            ASSERT_TRUE(question.has_value()) << "AskScaler without an open question";
+            std::optional<std::size_t> answer;
+            try {
+                answer = scaler_(*question);
+            } catch (const std::runtime_error&) {
+                // no opinion: the capacity stays
+            }
+            Op op{Op::Kind::ScalerAnswer};
+            op.pool = pool;
+            describe(op, " pool " + std::to_string(pool) + (answer ? " " + std::to_string(*answer) : " (threw)"));
+            ASSERT_TRUE(engine_.answer_scaler(pool, answer, now)) << "an open question refused its answer";
+            apply(op);
+            if (failed()) return;
+        }
     }
 
     void describe(const Op& op, const std::string& extra = {}) {
@@ -526,6 +556,7 @@ private:
 
     Random rnd_;
     Engine engine_;
+    std::function<std::size_t(const ScalerInput&)> scaler_ = user_scaler(scaler_log);
     int step_ = 0;
     bool reported_ = false;
     std::vector<Action> actions_;

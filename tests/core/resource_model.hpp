@@ -98,7 +98,8 @@ struct PoolModel {
     std::array<std::size_t, priority_count> eval_ready{};
 };
 
-// Every call of the user scaler, as it saw it.
+// Every call of the user scaler, as it saw it. The engine never calls it: it
+// asks (AskScaler) and the test, as its owner, calls it and answers.
 struct ScalerLog {
     struct Call {
         ScalerInput input;
@@ -131,12 +132,12 @@ inline std::function<std::size_t(const ScalerInput&)> user_scaler(std::shared_pt
 }
 
 struct Op {
-    enum class Kind { Submit, Complete, DeadComplete, Cancel, SetCapacity, SetRate, Tick, Shutdown };
+    enum class Kind { Submit, Complete, DeadComplete, Cancel, SetCapacity, SetRate, Tick, Shutdown, ScalerAnswer };
     Kind kind = Kind::Tick;
     TaskId task{};
     LeaseId lease{};
     Outcome outcome{};
-    std::optional<PoolId> pool;  // set_capacity: the pool it changed
+    std::optional<PoolId> pool;  // set_capacity: the pool it changed; answer_scaler: the pool answered
     bool silent = false;         // the call must emit no action
 };
 
@@ -163,7 +164,6 @@ public:
     std::vector<std::size_t> live;
     Bounds global_bounds{};
     std::shared_ptr<ScalerLog> scaler_log = std::make_shared<ScalerLog>();
-    std::size_t scaler_seen = 0;  // calls of the log already checked
     std::optional<PoolId> user_pool;
     bool shutting_down = false;
     Time grace_end = Time::max();
@@ -221,6 +221,7 @@ public:
         std::vector<std::pair<PoolId, std::size_t>> scaled;  // default-policy ScaleTo: pool, capacity before
         bool evaluated = false;
         bool shed_seen = false;
+        std::size_t questions = 0;  // AskScaler actions
         for (std::size_t i = 0; i < actions.size(); ++i) {
             const Action& a = actions[i];
             std::visit([this](const auto& x) {
@@ -259,6 +260,9 @@ public:
                 ASSERT_TRUE(has_room(sp->pool)) << "SpaceAvailable for pool " << sp->pool << " with no room";
                 pools[sp->pool].full = false;
                 ++cov.space;
+            } else if (const auto* q = std::get_if<AskScaler>(&a)) {
+                ASSERT_EQ(std::optional<PoolId>(q->pool), user_pool) << "AskScaler for a pool without a user scaler";
+                ++questions;
             } else if (const auto* fg = std::get_if<Forget>(&a)) {
                 const auto it = by_id.find(fg->task.value);
                 ASSERT_NE(it, by_id.end()) << "Forget of an unknown task";
@@ -272,7 +276,7 @@ public:
         shed_expected = false;  // predicted for one submit only
         victims.clear();
         std::erase_if(live, [this](std::size_t idx) { return is_terminal(tasks[idx].state); });
-        check_autoscaling(scaled);
+        check_autoscaling(op, scaled, questions);
     }
 
     void count(PoolId p, Counted what) {
@@ -523,10 +527,11 @@ public:
 
     // After the call's ScaleTo actions: the default policy never scaled up
     // past, nor down below, the desired value of that evaluation (which
-    // counters() shows); the user scaler was called at most once, shown
-    // the pool as it was, and its answer clamped and applied as is
-    // (scaler.hpp).
-    void check_autoscaling(const std::vector<std::pair<PoolId, std::size_t>>& scaled) {
+    // counters() shows). The user pool is asked at most once per call,
+    // shown the pool as it was, and scaled only by an answer, which is
+    // clamped and applied as is (scaler.hpp).
+    void check_autoscaling(const Op& op, const std::vector<std::pair<PoolId, std::size_t>>& scaled,
+                           std::size_t questions) {
         for (const auto& [pool, before] : scaled) {
             const std::size_t desired = engine_desired(pool);
             const std::size_t n = pools[pool].capacity;
@@ -536,33 +541,33 @@ public:
                 ASSERT_GE(n, desired) << "pool " << pool << " scaled down below its desired capacity";
             }
         }
-        const auto& calls = scaler_log->calls;
         if (!user_pool) return;
-        ASSERT_LE(calls.size() - scaler_seen, 1u) << "the user scaler was called twice in one call";
+        ASSERT_LE(questions, 1u) << "the user scaler was asked twice in one call";
         const PoolModel& p = pools[*user_pool];
-        if (calls.size() == scaler_seen) {
-            ASSERT_EQ(p.capacity, p.eval_capacity) << "the user pool was scaled without asking its scaler";
+        if (op.kind == Op::Kind::ScalerAnswer) {
+            const ScalerLog::Call& call = scaler_log->calls.back();
+            ++cov.scaler_calls;
+            cov.scaler_throws += call.threw ? 1 : 0;
+            // A throw has no opinion: the capacity stays, except that one set
+            // from outside beyond [min, max] is brought to the bound.
+            const std::size_t wanted = call.threw ? p.eval_capacity : call.answer;
+            const std::size_t target = std::clamp(wanted, p.config.min_workers, p.config.max_workers);
+            ASSERT_EQ(p.capacity, target) << "the user scaler answered "
+                                          << (call.threw ? "by throwing" : std::to_string(call.answer))
+                                          << " at capacity " << p.eval_capacity;
+            ASSERT_EQ(engine_desired(*user_pool), target);
             return;
         }
-        const ScalerLog::Call& call = calls.back();
-        scaler_seen = calls.size();
-        ++cov.scaler_calls;
-        cov.scaler_throws += call.threw ? 1 : 0;
-        const ScalerInput& in = call.input;
-        ASSERT_EQ(in.now, now.time_since_epoch());
-        ASSERT_EQ(in.capacity, p.eval_capacity);
-        ASSERT_EQ(in.busy, p.eval_running);
-        ASSERT_EQ(in.pending, p.eval_ready) << "the scaler saw other pending counts than the model";
-        ASSERT_EQ(in.min, p.config.min_workers);
-        ASSERT_EQ(in.max, p.config.max_workers);
-        // A throw has no opinion: the capacity stays, except that one set
-        // from outside beyond [min, max] is brought to the bound.
-        const std::size_t wanted = call.threw ? p.eval_capacity : call.answer;
-        const std::size_t target = std::clamp(wanted, p.config.min_workers, p.config.max_workers);
-        ASSERT_EQ(p.capacity, target) << "the user scaler answered "
-                                      << (call.threw ? "by throwing" : std::to_string(call.answer)) << " at capacity "
-                                      << p.eval_capacity;
-        ASSERT_EQ(engine_desired(*user_pool), target);
+        ASSERT_EQ(p.capacity, p.eval_capacity) << "the user pool was scaled without an answer";
+        if (questions == 0) return;
+        const std::optional<ScalerInput> in = engine().scaler_question(*user_pool);
+        ASSERT_TRUE(in.has_value()) << "AskScaler without an open question";
+        ASSERT_EQ(in->now, now.time_since_epoch());
+        ASSERT_EQ(in->capacity, p.eval_capacity);
+        ASSERT_EQ(in->busy, p.eval_running);
+        ASSERT_EQ(in->pending, p.eval_ready) << "the scaler was shown other pending counts than the model";
+        ASSERT_EQ(in->min, p.config.min_workers);
+        ASSERT_EQ(in->max, p.config.max_workers);
     }
 
     virtual const Engine& engine() const = 0;

@@ -78,34 +78,33 @@ TEST(SaturatingNs, FloatingPointDurationsTruncateAndClamp) {
 // ---- every setter -----------------------------------------------------------------
 
 TEST(DurationSetters, TaskSettersSaturate) {
-    const auto r = Task<int>(0)
-                       .deadline_in(hours::max())
-                       .start_tolerance(hours::max())
-                       .timeout(Seconds(infinity))
-                       .duration_hint(hours::max())
-                       .start_in(hours::max())
-                       .request();
+    const auto r = detail::Access::state(Task<int>(0)
+                                             .deadline_in(hours::max())
+                                             .start_tolerance(hours::max())
+                                             .timeout(Seconds(infinity))
+                                             .duration_hint(hours::max())
+                                             .start_in(hours::max()));
     EXPECT_EQ(r.deadline_in, nanoseconds::max());
     EXPECT_EQ(r.start_in, nanoseconds::max());
     EXPECT_EQ(r.start_tolerance, nanoseconds::max());
     EXPECT_EQ(r.timeout, nanoseconds::max());
     EXPECT_EQ(r.duration_hint, nanoseconds::max());
-    EXPECT_EQ(Task<int>(0).start_in(hours::min()).request().start_in, nanoseconds::min());
-    EXPECT_EQ(Task<int>(0).timeout(Seconds(not_a_number)).request().timeout, nanoseconds::min());
+    EXPECT_EQ(detail::Access::state(Task<int>(0).start_in(hours::min())).start_in, nanoseconds::min());
+    EXPECT_EQ(detail::Access::state(Task<int>(0).timeout(Seconds(not_a_number))).timeout, nanoseconds::min());
 }
 
 TEST(DurationSetters, PoolRecurringAndTaskErrorSaturate) {
-    const auto def = Pool<int, int>("p")
-                          .lease_ttl(hours::max())
-                          .default_timeout(hours::max())
-                          .default_duration(Seconds(infinity))
-                          .max_hold(hours::max())
-                          .definition();
+    const auto def = detail::Access::state(Pool<int, int>("p")
+                                               .lease_ttl(hours::max())
+                                               .default_timeout(hours::max())
+                                               .default_duration(Seconds(infinity))
+                                               .max_hold(hours::max()));
     EXPECT_EQ(def.engine.lease_ttl, nanoseconds::max());
     EXPECT_EQ(def.engine.default_timeout, nanoseconds::max());
     EXPECT_EQ(def.engine.default_duration, nanoseconds::max());
     EXPECT_EQ(def.engine.max_hold, nanoseconds::max());
-    EXPECT_EQ(Recurring<int>("r", "* * * * *", Task<int>(0)).deadline_after(hours::max()).request().deadline_after,
+    EXPECT_EQ(detail::Access::state(Recurring<int>("r", "* * * * *", Task<int>(0)).deadline_after(hours::max()))
+                  .deadline_after,
               nanoseconds::max());
     EXPECT_EQ(TaskError::retry_after("slow down", hours::max()).retry_after(), nanoseconds::max());
 }

@@ -60,6 +60,15 @@ struct ScaleTo {
     std::size_t capacity;
 };
 
+/// The pool's user scaler is due (`PoolConfig::user_scaler`): call it with
+/// `Engine::scaler_question(pool)`, outside whatever lock serializes the
+/// engine (the scaler is application code), and give its answer to
+/// `Engine::answer_scaler`. Until then the pool asks nothing more and its
+/// capacity stays as it is.
+struct AskScaler {
+    PoolId pool;
+};
+
 /// A bounded pool has room again for a waiting submitter.
 struct SpaceAvailable {
     PoolId pool;
@@ -73,6 +82,6 @@ struct Forget {
     std::uint64_t user;  ///< TaskSpec::user
 };
 
-using Action = std::variant<Dispatch, Abort, Status, ScaleTo, SpaceAvailable, Forget>;
+using Action = std::variant<Dispatch, Abort, Status, ScaleTo, SpaceAvailable, Forget, AskScaler>;
 
 }  // namespace cronoq::core

@@ -11,6 +11,7 @@
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/ids.hpp>
+#include <cronoq/scaler.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task_status.hpp>
 
@@ -212,6 +213,18 @@ public:
     /// Sets a pool's concurrency. Lowering it never aborts a running
     /// attempt: surplus slots retire as attempts end.
     void set_capacity(PoolId pool, std::size_t capacity, Time now);
+
+    /// The open question to a pool's user scaler (`PoolConfig::user_scaler`):
+    /// what its `desired(input)` is to be called with, from the evaluation
+    /// that emitted `AskScaler`; empty when no question is open.
+    std::optional<ScalerInput> scaler_question(PoolId pool) const;
+    /// The user scaler's answer to the open question: the capacity it
+    /// wants, or empty when it had none (it threw), which keeps the
+    /// capacity. Clamped to [min_workers, max_workers] and applied as is
+    /// (a `ScaleTo` if it changes; scaler.hpp). False when no question is
+    /// open for the pool: the answer is ignored. Throws std::out_of_range
+    /// for an unknown pool.
+    bool answer_scaler(PoolId pool, std::optional<std::size_t> desired, Time now);
 
     /// Processes everything due at `now` (timeouts, lease expiries, ends of
     /// backoff, the shutdown grace) and dispatches what can run.

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,9 +44,10 @@ struct PoolConfig {
     std::size_t min_workers = 0;  ///< floor of the capacity under autoscaling
     /// Autoscaling within [min_workers, max_workers] (SPEC §9); off if empty.
     std::optional<AutoscaleConfig> autoscale;
-    /// A user policy replacing the default formula (with `autoscale` set).
-    /// Shared: a copied config calls the same policy object.
-    std::function<std::size_t(const ScalerInput&)> scaler;
+    /// A user policy replaces the default formula (with `autoscale` set).
+    /// The engine never calls it: at each evaluation it emits `AskScaler`
+    /// and its owner answers with `Engine::answer_scaler`.
+    bool user_scaler = false;
 };
 
 /// Units of a shared resource a task needs for each attempt.

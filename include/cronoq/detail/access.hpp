@@ -1,7 +1,10 @@
 #pragma once
-// The one door from the driver into the public value types (TaskContext,
-// TaskHandle, CancellationToken): they befriend `Access` instead of
-// exposing their state or a constructor from it to users.
+// The one door from the driver into the public value types (Task,
+// Recurring, Pool, Scheduler, TaskHandle, BlockingHandle, TaskContext,
+// CancellationToken, CancellationRegistration, EventStream): they befriend
+// `Access` instead of exposing their detail state, or a constructor from
+// it, to users. `state` and `take` read a member named `state_`.
+#include <type_traits>
 #include <utility>
 
 namespace cronoq::detail {
@@ -16,6 +19,13 @@ struct Access {
     template <class T>
     static const auto& state(const T& t) {
         return t.state_;
+    }
+    /// The detail state of `t`, moved out (a builder handing over what it
+    /// built).
+    template <class T>
+        requires(!std::is_lvalue_reference_v<T>)
+    static auto take(T&& t) {
+        return std::move(t.state_);
     }
 };
 

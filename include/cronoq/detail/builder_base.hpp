@@ -56,7 +56,7 @@ template <class Self, class P, class O>
 class BuilderBase {
 public:
     /// Declares a pool; at least one is required, names unique.
-    Self& pool(Pool<P, O> p) { pools_.push_back(std::move(p).definition()); return self(); }
+    Self& pool(Pool<P, O> p) { pools_.push_back(Access::take(std::move(p))); return self(); }
     Self& priority(PriorityConfig c) { options_.engine.priority = c; return self(); }
     Self& urgency(UrgencyConfig c) { options_.engine.urgency = c; return self(); }
     /// How long terminal tasks stay visible to `status()` (default 5 min).

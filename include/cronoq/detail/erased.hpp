@@ -5,6 +5,7 @@
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/result.hpp>
+#include <cronoq/scaler.hpp>
 #include <cronoq/task_context.hpp>
 #include <cronoq/task_error.hpp>
 
@@ -47,6 +48,9 @@ struct PoolDefinition {
     std::size_t max_workers = 1;
     ErasedExecutor executor;
     std::optional<asio::any_io_executor> run_on;
+    /// The user's autoscaling policy (`Pool::scaler`, with
+    /// `engine.user_scaler`), called by the driver when the engine asks.
+    std::function<std::size_t(const ScalerInput&)> scaler;
 };
 
 }  // namespace cronoq::detail

@@ -5,6 +5,8 @@
 #include <cronoq/cronoq.hpp>
 #include <cronoq/store/sqlite_store.hpp>
 
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -13,6 +15,7 @@
 
 #include <atomic>
 #include <string>
+#include <system_error>
 
 using namespace std::chrono_literals;
 using namespace cronoq;
@@ -196,6 +199,52 @@ asio::awaitable<void> set_when_lead_lost(Scheduler<std::string, std::string> sch
 }
 
 }  // namespace
+
+namespace {
+
+// Opens a scheduler on `store`; the test fails if it ever leads.
+asio::awaitable<void> open_and_never_lead(std::shared_ptr<SqliteStore> store) {
+    const auto ex = co_await asio::this_coro::executor;
+    auto builder = Scheduler<std::string, std::string>::builder();
+    builder.pool(echo_pool()).store(store);
+    auto opening = builder.open(ex);
+    auto sched = co_await std::move(opening);
+    ADD_FAILURE() << "the standby led while another scheduler held the store";
+}
+
+}  // namespace
+
+// Builder::open honours Asio cancellation (scheduler.hpp): a standby that
+// waits for the lead stops waiting with operation_aborted, and the leader
+// goes on undisturbed.
+TEST(DurableScheduler, CancellingOpenEndsAStandbysWait) {
+    test::ScratchDir dir;
+    auto leader = open(dir.file("s.db"));
+    auto standby_store = test::open_store(dir.file("s.db"));
+    asio::io_context io;
+    asio::cancellation_signal cancel;
+    std::exception_ptr ended;
+    bool done = false;
+    asio::co_spawn(io, open_and_never_lead(standby_store),
+                   asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e) {
+                       ended = e;
+                       done = true;
+                   }));
+    io.poll();  // up to the wait for the lead
+    ASSERT_FALSE(done) << "open completed while another scheduler leads";
+    cancel.emit(asio::cancellation_type::terminal);
+    io.run();
+    ASSERT_TRUE(done);
+    ASSERT_TRUE(ended) << "open completed without an error";
+    try {
+        std::rethrow_exception(ended);
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code(), asio::error::operation_aborted) << e.what();
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "ended by " << e.what() << ", not by the cancellation";
+    }
+    EXPECT_EQ(*leader.submit(Task<std::string>("x")).get(), "x!");
+}
 
 TEST(DurableScheduler, LeadershipLostCompletesWhenShutdownReleasesTheLead) {
     test::ScratchDir dir;
