@@ -270,8 +270,10 @@ void PostgresStore::Impl::lead_loop(std::uint64_t epoch) {
             queries.push_back(Query{"BEGIN", {}});
             queries.push_back(Query{check_sql, {}});
             queries.push_back(Query{renew_sql, {lease_param(lease)}});
+            ChangeStatements statements(n, queries);
             for (const Queued& queued : group)
-                for (const Change& change : queued.batch.changes) append_change(queries, n, change);
+                for (const Change& change : queued.batch.changes) statements.add(change);
+            statements.finish();
             if (pruning)
                 queries.push_back(Query{prune_sql(n), {Param(to_stored(age_cutoff(system_clock::now(), config.keep_finished))),
                                                        Param(static_cast<std::int64_t>(prune_chunk))}});
