@@ -1,5 +1,6 @@
-// A scheduler with a SQLite store (SPEC §14) through the public API. Built
-// only when cronoq::sqlite is (tests/bench/CMakeLists.txt).
+// A scheduler with a store (SPEC §14) through the public API. Built only
+// when cronoq::sqlite is; the PostgreSQL benchmark only when
+// cronoq::postgres is too (tests/bench/CMakeLists.txt).
 //
 //   BM_DurableThroughput/Full     per iteration: a fresh SqliteStore on a
 //   BM_DurableThroughput/Normal   temporary file, a Scheduler opened on it
@@ -11,6 +12,11 @@
 //                                 of its task's success). Opening, shutdown
 //                                 and removing the files are not timed
 //                                 (manual time).
+//   BM_DurableThroughput/Postgres the same on a PostgresStore, in a fresh
+//                                 schema of a throw-away local server the
+//                                 benchmark starts (postgres_server.hpp:
+//                                 fsync and synchronous_commit on, a Unix
+//                                 socket), or skips with the reason.
 //   BM_DurableRoundTrip           submit() (waits for the admission's
 //                                 commit), the executor runs, the awaited
 //                                 result() (waits for the success's
@@ -31,7 +37,12 @@
 //   commits           store transactions per iteration, throughput only
 //   commits_per_task  the same per task, round trip only
 //   mean_batch_size   changes committed per transaction
-// The last three are differences of the store's own figures
+//   commit_p50_ms, commit_p99_ms  the store's commit latency over its last
+//                     1024 transactions, at the end of the timed part
+//   server_syncs_per_task  PostgreSQL only: WAL syncs the server made
+//                     (pg_stat_wal.wal_sync), per task; the process's own
+//                     syncs_per_task is then about 0
+// The last five are differences of the store's own figures
 // (store::Journal::figures(), read-only and safe from any thread):
 // Scheduler::snapshot() does not carry store figures yet.
 //
@@ -43,6 +54,11 @@
 #include <cronoq/cronoq.hpp>
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/sqlite_store.hpp>
+#ifdef CRONOQ_BENCH_POSTGRES
+#include <cronoq/store/postgres_store.hpp>
+
+#include "postgres_server.hpp"
+#endif
 
 #include <benchmark/benchmark.h>
 
@@ -64,6 +80,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -314,25 +331,35 @@ std::unique_ptr<const TempDir> make_dir(benchmark::State& state, const char* tag
     }
 }
 
-void BM_DurableThroughput(benchmark::State& state, cronoq::Durability durability) {
-    const auto dir = make_dir(state, "throughput");
-    if (!dir) return;
+// One iteration's store, fresh (`round` counts from 0); `remove` deletes
+// what it leaves behind, after the store is closed.
+struct FreshStores {
+    std::function<std::shared_ptr<cronoq::Store>(int round)> open;
+    std::function<void(int round)> remove;
+};
+
+// The PostgreSQL server's WAL syncs so far (pg_stat_wal), or nothing.
+using ServerSyncs = std::function<std::uint64_t()>;
+
+void run_throughput(benchmark::State& state, const FreshStores& stores, const ServerSyncs& server_syncs) {
     std::uint64_t syncs = 0;
+    std::uint64_t server_sync_count = 0;
     double sync_seconds = 0;
     double timed_seconds = 0;
     StoreCounts totals;
+    cronoq::store::Figures last_figures;
     std::int64_t tasks_done = 0;
     int round = 0;
     for (auto _ : state) {
-        const std::filesystem::path file = dir->file(std::to_string(round++) + ".db");
+        const int this_round = round++;
         asio::io_context io(1);
         std::optional<Runners> runners;
         runners.emplace(io, 1);
-        std::shared_ptr<cronoq::SqliteStore> store;
+        std::shared_ptr<cronoq::Store> store;
         std::optional<Sched> sched;
         std::string error;
         try {
-            store = open_store(file, durability);
+            store = stores.open(this_round);
             sched = open_on(io, store, throughput_slots, error);
         } catch (const std::exception& e) {
             error = std::string("opening the store: ") + e.what();
@@ -343,6 +370,7 @@ void BM_DurableThroughput(benchmark::State& state, cronoq::Durability durability
         }
 
         const StoreCounts before = StoreCounts::of(*store);
+        const std::uint64_t server_before = server_syncs ? server_syncs() : 0;
         const SyncCounts syncs_before;
         const auto start = std::chrono::steady_clock::now();
         auto done = asio::co_spawn(io, submit_flush_await_all(*sched, throughput_tasks), asio::use_future);
@@ -350,6 +378,8 @@ void BM_DurableThroughput(benchmark::State& state, cronoq::Durability durability
         const auto stop = std::chrono::steady_clock::now();
         const SyncCounts syncs_after;
         const StoreCounts after = StoreCounts::of(*store);
+        last_figures = store->journal().figures();
+        if (server_syncs) server_sync_count += server_syncs() - server_before;
         syncs += syncs_after.calls - syncs_before.calls;
         sync_seconds += 1e-9 * static_cast<double>(syncs_after.nanoseconds - syncs_before.nanoseconds);
         totals.commits += after.commits - before.commits;
@@ -362,18 +392,31 @@ void BM_DurableThroughput(benchmark::State& state, cronoq::Durability durability
         sched.reset();
         runners->stop();
         store.reset();  // releases leadership and joins the store's thread
-        remove_store_files(file);
+        stores.remove(this_round);
         if (!error.empty()) {
             state.SkipWithError(error.c_str());
             break;
         }
         tasks_done += throughput_tasks;
     }
+    const auto done_tasks = static_cast<std::uint64_t>(tasks_done);
     state.SetItemsProcessed(tasks_done);
-    state.counters["syncs_per_task"] = ratio(syncs, static_cast<std::uint64_t>(tasks_done));
+    state.counters["syncs_per_task"] = ratio(syncs, done_tasks);
     state.counters["sync_share"] = timed_seconds > 0 ? sync_seconds / timed_seconds : 0.0;
     state.counters["commits"] = ratio(totals.commits, static_cast<std::uint64_t>(state.iterations()));
     state.counters["mean_batch_size"] = ratio(totals.changes, totals.commits);
+    state.counters["commit_p50_ms"] = 1e-6 * static_cast<double>(last_figures.commit_latency_p50.count());
+    state.counters["commit_p99_ms"] = 1e-6 * static_cast<double>(last_figures.commit_latency_p99.count());
+    if (server_syncs) state.counters["server_syncs_per_task"] = ratio(server_sync_count, done_tasks);
+}
+
+void BM_DurableThroughput(benchmark::State& state, cronoq::Durability durability) {
+    const auto dir = make_dir(state, "throughput");
+    if (!dir) return;
+    const auto file = [&dir](int round) { return dir->file(std::to_string(round) + ".db"); };
+    FreshStores stores{[&](int round) -> std::shared_ptr<cronoq::Store> { return open_store(file(round), durability); },
+                       [&](int round) { remove_store_files(file(round)); }};
+    run_throughput(state, stores, nullptr);
 }
 // One iteration is 100 000 tasks and a few seconds; fixed, so that
 // --benchmark_min_time does not multiply it.
@@ -385,6 +428,37 @@ BENCHMARK_CAPTURE(BM_DurableThroughput, Normal, cronoq::Durability::Normal)
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+
+#ifdef CRONOQ_BENCH_POSTGRES
+struct OnPostgres {};
+
+void BM_DurableThroughput(benchmark::State& state, OnPostgres) {
+    std::optional<cronoq::bench::PostgresServer> server;
+    try {
+        server.emplace();
+        // What the figures are said to be with: the server's defaults.
+        for (const char* setting : {"fsync", "synchronous_commit"})
+            if (server->value(std::string("SHOW ") + setting) != "on")
+                throw std::runtime_error(std::string(setting) + " is not on");
+    } catch (const std::exception& e) {
+        state.SkipWithError((std::string("PostgreSQL server: ") + e.what()).c_str());
+        return;
+    }
+    FreshStores stores{[&](int round) -> std::shared_ptr<cronoq::Store> {
+                           cronoq::PostgresStoreConfig config;
+                           config.schema = "bench_" + std::to_string(round);
+                           return cronoq::PostgresStore::connect(server->conninfo(), config);
+                       },
+                       // The server and its folder go at the end.
+                       [](int) {}};
+    run_throughput(state, stores,
+                   [&] { return static_cast<std::uint64_t>(std::stoull(server->value("SELECT wal_sync FROM pg_stat_wal"))); });
+}
+BENCHMARK_CAPTURE(BM_DurableThroughput, Postgres, OnPostgres{})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+#endif
 
 // ---- BM_DurableRoundTrip ------------------------------------------------------
 

@@ -103,8 +103,10 @@ std::size_t PostgresStore::Impl::commit(const Transaction& t) {
         queries.push_back(Query{"BEGIN", {}});
         queries.push_back(Query{check_sql_, {}});
         queries.push_back(Query{renew_sql_, {lease}});
+        ChangeStatements statements(n, queries);
         for (const Batch* batch : t.batches)
-            for (const Change& change : batch->changes) append_change(queries, n, change);
+            for (const Change& change : batch->changes) statements.add(change);
+        statements.finish();
         if (t.prune_before)
             queries.push_back(Query{prune_sql(n), {Param(to_stored(*t.prune_before)),
                                                    Param(static_cast<std::int64_t>(t.prune_limit))}});

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 
 namespace cronoq::store::postgres {
 
@@ -28,11 +27,6 @@ std::int64_t to_int64(std::uint64_t value) {
     return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
                ? std::numeric_limits<std::int64_t>::max()
                : static_cast<std::int64_t>(value);
-}
-
-Param optional_time(const std::optional<WallTime>& time) {
-    if (!time) return Param::null();
-    return Param(to_stored(*time));
 }
 
 TaskRow read_row(const Result& r, int i, const Names& names) {
@@ -188,50 +182,6 @@ std::int64_t verify(Connection& c, const Names& n) {
         throw StoreError(StoreErrorKind::Corrupt, what);
     }
     return version;
-}
-
-void append_change(std::vector<Query>& out, const Names& n, const Change& change) {
-    std::visit(
-        [&](const auto& c) {
-            using C = std::decay_t<decltype(c)>;
-            if constexpr (std::is_same_v<C, TaskInserted>) {
-                const TaskRow& r = c.row;
-                out.push_back(Query{"INSERT INTO " + n.tasks + " (" + task_columns +
-                                        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                                    {Param(to_int64(r.id.value)), Param(r.key), Param(r.pool), Param(r.kind),
-                                     Param(std::string(to_string(r.status))), Param(std::int64_t{r.attempt}),
-                                     Param(r.last_error), Param(to_stored(r.submitted_at)),
-                                     Param(to_stored(r.updated_at)), optional_time(r.run_at), Param(r.options),
-                                     Param::bytes(r.payload), r.output ? Param::bytes(*r.output) : Param::null()}});
-            } else if constexpr (std::is_same_v<C, TaskTransition>) {
-                out.push_back(Query{"UPDATE " + n.tasks +
-                                        " SET status = $2, attempt = $3, last_error = $4, updated_at = $5, "
-                                        "run_at = $6, output = coalesce($7::bytea, output) WHERE id = $1",
-                                    {Param(to_int64(c.id.value)), Param(std::string(to_string(c.status))),
-                                     Param(std::int64_t{c.attempt}), Param(c.last_error),
-                                     Param(to_stored(c.updated_at)), optional_time(c.run_at),
-                                     c.output ? Param::bytes(*c.output) : Param::null()}});
-            } else if constexpr (std::is_same_v<C, TaskKeyReleased>) {
-                out.push_back(Query{"UPDATE " + n.tasks + " SET key = NULL WHERE id = $1", {Param(to_int64(c.id.value))}});
-            } else if constexpr (std::is_same_v<C, RecurringPut>) {
-                out.push_back(Query{"INSERT INTO " + n.recurring +
-                                        " (name, definition) VALUES ($1, $2) "
-                                        "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
-                                    {Param(c.name), Param(c.definition)}});
-            } else if constexpr (std::is_same_v<C, RecurringRemoved>) {
-                out.push_back(Query{"DELETE FROM " + n.recurring + " WHERE name = $1", {Param(c.name)}});
-            } else if constexpr (std::is_same_v<C, RecurringFired>) {
-                out.push_back(Query{"UPDATE " + n.recurring + " SET last_fired = $2 WHERE name = $1",
-                                    {Param(c.name), Param(to_stored(c.fired_at))}});
-            } else {
-                static_assert(std::is_same_v<C, HighWaterMarks>);
-                out.push_back(Query{"UPDATE " + n.meta +
-                                        " SET value = greatest(value, CASE name WHEN 'next_task_id' THEN $1::bigint "
-                                        "ELSE $2::bigint END) WHERE name IN ('next_task_id', 'next_lease_id')",
-                                    {Param(to_int64(c.next_task_id)), Param(to_int64(c.next_lease_id))}});
-            }
-        },
-        change);
 }
 
 std::optional<TaskRow> find_task(Connection& c, const Names& n, const TaskRef& task) {

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace cronoq::store::postgres {
@@ -39,8 +41,34 @@ void migrate(Connection& connection, const Names& names);
 /// Throws unless the schema holds a current cronoq store; its version.
 std::int64_t verify(Connection& connection, const Names& names);
 
-/// One statement per change, for a pipeline.
-void append_change(std::vector<Query>& out, const Names& names, const Change& change);
+/// A commit's changes as statements for a pipeline, with the effect of
+/// applying them in order: the inserts and transitions between two changes
+/// of another kind fold into one row per task, written by at most one
+/// INSERT and one UPDATE over arrays; other changes are one statement each
+/// (change_statements.cpp). The changes must live until `finish`, which
+/// writes the last run.
+class ChangeStatements {
+public:
+    ChangeStatements(const Names& names, std::vector<Query>& out);
+    void add(const Change& change);
+    void finish();
+
+private:
+    /// One task's row in the run: inserted in it, or only transitioned.
+    struct Pending {
+        const TaskRow* inserted = nullptr;
+        const TaskTransition* last = nullptr;  ///< its latest transition
+        const std::string* output = nullptr;   ///< its latest output
+    };
+    Pending& pending_for(std::uint64_t id, std::size_t bytes);
+    void close_run();
+
+    const Names& names_;
+    std::vector<Query>& out_;
+    std::vector<Pending> rows_;
+    std::unordered_map<std::uint64_t, std::size_t> by_task_;
+    std::size_t bytes_ = 0;
+};
 
 std::optional<TaskRow> find_task(Connection& connection, const Names& names, const TaskRef& task);
 std::vector<TaskRow> list_tasks(Connection& connection, const Names& names, TaskStatus status, std::size_t limit);

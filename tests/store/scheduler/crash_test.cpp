@@ -1,6 +1,7 @@
-// A scheduler with a store killed at random points (SPEC §14): a child
-// process submits with submit() and reports each acknowledged task; the
-// parent SIGKILLs it, opens the store itself and runs everything to the end.
+// A scheduler with a store killed at random points (SPEC §14), on each
+// backend: a child process submits with submit() and reports each
+// acknowledged task; the parent SIGKILLs it, opens the store itself and
+// runs everything to the end.
 #include "durable_support.hpp"
 
 #include <cronoq/cronoq.hpp>
@@ -53,14 +54,15 @@ Pool<std::string, std::string> side_effect_pool(std::string side_effects) {
 
 }  // namespace
 
-/// `--child submit <store file> <side effect file> <count>`: leads, then
+/// `--child submit <location> <side effect file> <count>`: leads, then
 /// submits tasks "t0".. (keyed by their payload) one at a time with
 /// submit(), writing "A <id> <key>" once each is acknowledged.
 int child_main(int argc, char** argv) {
     if (argc >= 3 && std::string(argv[2]) == "lead") return lead_child_main(argc, argv);
     if (argc >= 3 && std::string(argv[2]) == "random") return random_child_main(argc, argv);
+    if (argc >= 3 && std::string(argv[2]) == "recurring") return recurring_child_main(argc, argv);
     if (argc != 6 || std::string(argv[2]) != "submit") return 2;
-    auto sched = Durable::builder().threads(1).pool(side_effect_pool(argv[4])).store(open_store(argv[3])).open();
+    auto sched = Durable::builder().threads(1).pool(side_effect_pool(argv[4])).store(open_location(argv[3])).open();
     say("R");
     const int count = std::stoi(argv[5]);
     for (int i = 0; i < count; ++i) {
@@ -76,7 +78,7 @@ int child_main(int argc, char** argv) {
 
 namespace {
 
-class Crash : public ::testing::TestWithParam<unsigned> {};
+class Crash : public ::testing::TestWithParam<std::tuple<test::Backend, unsigned>> {};
 
 std::multiset<std::string> lines_of(const std::filesystem::path& file) {
     std::multiset<std::string> lines;
@@ -88,15 +90,14 @@ std::multiset<std::string> lines_of(const std::filesystem::path& file) {
 }  // namespace
 
 TEST_P(Crash, EveryAcknowledgedTaskEndsOnceAfterASigkill) {
-    test::ScratchDir dir;
-    const auto file = dir.file("s.db");
-    const auto side_effects = dir.file("side_effects.txt");
-    std::mt19937 random(GetParam());
+    test::TestStore at(std::get<0>(GetParam()));
+    const auto side_effects = at.dir().file("side_effects.txt");
+    std::mt19937 random(std::get<1>(GetParam()));
     const int kill_after = std::uniform_int_distribution<int>(1, 120)(random);
 
     std::map<std::uint64_t, std::string> acknowledged;  // id -> key
     {
-        test::Child child({"submit", file.string(), side_effects.string(), "400"});
+        test::Child child({"submit", at.location(), side_effects.string(), "400"});
         ASSERT_EQ(child.read_line(), "R");
         while (static_cast<int>(acknowledged.size()) < kill_after) {
             auto line = child.read_line();
@@ -121,7 +122,7 @@ TEST_P(Crash, EveryAcknowledgedTaskEndsOnceAfterASigkill) {
         EXPECT_EQ(child.wait(), 128 + SIGKILL);
     }
 
-    auto store = test::open_store(file);
+    auto store = at.open();
     auto sched = test::Durable::builder()
                      .threads(2)
                      .pool(test::side_effect_pool(side_effects.string()))
@@ -161,4 +162,6 @@ TEST_P(Crash, EveryAcknowledgedTaskEndsOnceAfterASigkill) {
     EXPECT_GT(sched.submit(Task<std::string>("new")).id().value, largest);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, Crash, ::testing::Values(1u, 2u, 3u, 4u));
+INSTANTIATE_TEST_SUITE_P(Stores, Crash,
+                         ::testing::Combine(::testing::ValuesIn(test::tested_backends()), ::testing::Values(1u, 2u, 3u, 4u)),
+                         test::BackendSeedName{});

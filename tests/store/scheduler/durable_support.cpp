@@ -3,6 +3,7 @@
 #include <cronoq/cronoq.hpp>
 
 #include <algorithm>
+#include <sstream>
 #include <unistd.h>
 
 namespace cronoq::test {
@@ -21,5 +22,35 @@ Pool<std::string, std::string> gated_pool(std::shared_future<void> gate, std::si
             co_return *s + "!";
         });
 }
+
+void Acks::note(const std::string& line) {
+    std::istringstream in(line);
+    char tag = 0;
+    std::uint64_t id = 0;
+    std::string key;
+    if (line.rfind("X ", 0) == 0) stop = line;
+    if (in >> tag >> id >> key && tag == 'A') by_id[id] = key;
+}
+
+void Acks::read(Child& child, std::size_t at_least) {
+    while (by_id.size() < at_least) {
+        auto line = child.read_line();
+        ASSERT_TRUE(line.has_value()) << "the leader stopped early";
+        note(*line);
+    }
+}
+
+Standby::Standby(const std::string& location, Pool<std::string, std::string> pool) {
+    thread = std::thread([this, location, pool = std::move(pool)]() mutable {
+        try {
+            sched.emplace(Durable::builder().threads(2).pool(std::move(pool)).store(open_location(location)).open());
+            opened.set_value();
+        } catch (...) {
+            opened.set_exception(std::current_exception());
+        }
+    });
+}
+
+Standby::~Standby() { thread.join(); }
 
 }  // namespace cronoq::test

@@ -1,4 +1,5 @@
-// Recovery at a random step (SPEC §14 "Recovery"), randomized: a child
+// Recovery at a random step (SPEC §14 "Recovery"), randomized, on each
+// backend: a child
 // process makes random calls on a scheduler with a store (submissions with
 // and without keys, dependencies, fixed starts, priorities, attempts that
 // succeed, fail, fail retryably or run until cancelled; cancels; retries)
@@ -54,11 +55,11 @@ Pool<std::string, std::string> behaving_pool() {
 
 }  // namespace
 
-/// `--child random <store file> <seed>`: random calls until killed, "S <n>"
+/// `--child random <location> <seed>`: random calls until killed, "S <n>"
 /// after call n.
 int random_child_main(int argc, char** argv) {
     if (argc != 5) return 2;
-    auto sched = Durable::builder().threads(2).retention(24h).pool(behaving_pool()).store(open_store(argv[3])).open();
+    auto sched = Durable::builder().threads(2).retention(24h).pool(behaving_pool()).store(open_location(argv[3])).open();
     std::mt19937_64 random(std::stoull(argv[4]));
     const auto pick = [&](int n) { return static_cast<int>(random() % static_cast<std::uint64_t>(n)); };
     // Few attempts that wait for their cancellation: they hold slots.
@@ -114,25 +115,23 @@ bool recovered_as(TaskStatus committed, TaskStatus now) {
     }
 }
 
-std::map<std::uint64_t, TaskStatus> committed_rows(const std::filesystem::path& file) {
-    auto store = test::open_store(file);
+std::map<std::uint64_t, TaskStatus> committed_rows(const std::string& location) {
     std::map<std::uint64_t, TaskStatus> out;
-    for (int s = 0; s <= static_cast<int>(TaskStatus::Shed); ++s)
-        for (const StoredTask& t : store->list(static_cast<TaskStatus>(s), 1'000'000)) out[t.id.value] = t.status;
+    for (const auto& [id, row] : test::task_rows(location)) out[id] = std::get<0>(row);
     return out;
 }
 
-class RecoveryInvariant : public ::testing::TestWithParam<unsigned> {};
+class RecoveryInvariant : public ::testing::TestWithParam<std::tuple<test::Backend, unsigned>> {};
 
 }  // namespace
 
 TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
-    test::ScratchDir dir;
-    const auto file = dir.file("s.db");
-    std::mt19937 random(GetParam());
+    test::TestStore at(std::get<0>(GetParam()));
+    const unsigned seed = std::get<1>(GetParam());
+    std::mt19937 random(seed);
     const int kill_after = std::uniform_int_distribution<int>(5, 150)(random);
     {
-        test::Child child({"random", file.string(), std::to_string(GetParam())});
+        test::Child child({"random", at.location(), std::to_string(seed)});
         for (int steps = 0; steps < kill_after;) {
             auto line = child.read_line();
             ASSERT_TRUE(line.has_value()) << "the child stopped early";
@@ -141,7 +140,7 @@ TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
         child.signal(SIGKILL);
         EXPECT_EQ(child.wait(), 128 + SIGKILL);
     }
-    const auto committed = committed_rows(file);
+    const auto committed = committed_rows(at.location());
     ASSERT_FALSE(committed.empty());
 
     // The new leader's attempts wait for the gate: what it shows at once is
@@ -152,7 +151,7 @@ TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
                      .threads(2)
                      .retention(24h)
                      .pool(test::gated_pool(gate_open, 3))
-                     .store(test::open_store(file))
+                     .store(at.open())
                      .open();
     std::uint64_t largest = 0;
     std::map<TaskStatus, int> seen;
@@ -173,7 +172,7 @@ TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
     sched.flush();
     // One count, in one statement: the new leader moves tasks between
     // statuses while a list per status would be read.
-    EXPECT_EQ(test::RawDb(file).query_int("SELECT count(*) FROM tasks"), static_cast<std::int64_t>(committed.size()));
+    EXPECT_EQ(at.count_tasks(), static_cast<std::int64_t>(committed.size()));
     std::string summary;
     for (const auto& [s, n] : seen) summary += std::string(to_string(s)) + " " + std::to_string(n) + " ";
     std::cout << "killed after " << kill_after << " calls; committed: " << summary << "\n";
@@ -181,4 +180,7 @@ TEST_P(RecoveryInvariant, TheRecoveredTasksAreTheCommittedOnes) {
     sched.shutdown(0s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, RecoveryInvariant, ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u));
+INSTANTIATE_TEST_SUITE_P(Stores, RecoveryInvariant,
+                         ::testing::Combine(::testing::ValuesIn(test::tested_backends()),
+                                            ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u)),
+                         test::BackendSeedName{});
