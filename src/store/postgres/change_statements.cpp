@@ -210,6 +210,16 @@ void ChangeStatements::close_run() {
         out_.push_back(Query{std::move(sql), params(in)});
     }
     if (updates > 0) {
+        if (!joins_by_index_) {
+            // The planner knows the arrays' lengths, and for a long run it
+            // hashes the whole table (a scan of every row, retained ones
+            // too) rather than look each task up by its key. For this
+            // transaction only: a run costs what it holds, not the table.
+            out_.push_back(Query{"SELECT set_config('enable_hashjoin', 'off', true), "
+                                 "set_config('enable_mergejoin', 'off', true)",
+                                 {}});
+            joins_by_index_ = true;
+        }
         std::string sql = "UPDATE " + names_.tasks;
         sql += " AS t SET status = v.status, attempt = v.attempt, last_error = v.last_error, "
                "updated_at = v.updated_at, run_at = v.run_at, output = coalesce(v.output, t.output) "

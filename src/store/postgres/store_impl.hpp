@@ -68,6 +68,7 @@ private:
     std::vector<Pending> rows_;
     std::unordered_map<std::uint64_t, std::size_t> by_task_;
     std::size_t bytes_ = 0;
+    bool joins_by_index_ = false;  ///< the transaction's UPDATEs look tasks up by id
 };
 
 std::optional<TaskRow> find_task(Connection& connection, const Names& names, const TaskRef& task);
