@@ -32,6 +32,17 @@ std::unique_ptr<asio::io_context> make_io(Threads t) {
 
 class Lanes : public ::testing::TestWithParam<Threads> {};
 
+// A scheduler whose executor notes that it began, then echoes its payload.
+Sched noting_start(asio::io_context& io, bool& began) {
+    return Sched::builder()
+        .pool(Pool<int, int>("p").executor_fn(
+            [&began](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
+                began = true;
+                co_return *x;
+            }))
+        .build(io.get_executor());
+}
+
 }  // namespace
 
 // The abort sequence of SPEC §4 reaches a running coroutine whether its
@@ -92,13 +103,7 @@ INSTANTIATE_TEST_SUITE_P(IoContexts, Lanes, ::testing::Values(Threads::One, Thre
 TEST(Starts, OnAThreadRunningTheIoContextTheExecutorBeginsBeforeTrySubmitReturns) {
     asio::io_context io;
     bool began = false;
-    auto sched = Sched::builder()
-                     .pool(Pool<int, int>("p").executor_fn(
-                         [&](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
-                             began = true;
-                             co_return *x;
-                         }))
-                     .build(io.get_executor());
+    auto sched = noting_start(io, began);
     auto submit = [&]() -> asio::awaitable<bool> {
         auto h = sched.try_submit(Task<int>(7)).value();
         const bool began_inside = began;
@@ -113,13 +118,7 @@ TEST(Starts, OnAThreadRunningTheIoContextTheExecutorBeginsBeforeTrySubmitReturns
 TEST(Starts, FromAnotherThreadTheStartIsPosted) {
     asio::io_context io;
     bool began = false;
-    auto sched = Sched::builder()
-                     .pool(Pool<int, int>("p").executor_fn(
-                         [&](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
-                             began = true;
-                             co_return *x;
-                         }))
-                     .build(io.get_executor());
+    auto sched = noting_start(io, began);
     auto h = sched.try_submit(Task<int>(7)).value();
     EXPECT_FALSE(began);
     EXPECT_EQ(h.status(), TaskStatus::Running);
