@@ -1,5 +1,5 @@
 #pragma once
-// Task and lease identifiers shared by the engine and the driver.
+// Task, lease and worker identifiers shared by the engine and the driver.
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +24,14 @@ struct LeaseId {
     constexpr explicit operator bool() const { return value != 0; }
 };
 
+/// Identifies a connected remote worker (SPEC §15): unique in the process,
+/// never reused; 0 is never a valid id.
+struct WorkerId {
+    std::uint64_t value = 0;
+    constexpr auto operator<=>(const WorkerId&) const = default;
+    constexpr explicit operator bool() const { return value != 0; }
+};
+
 }  // namespace cronoq
 
 template <>
@@ -33,4 +41,8 @@ struct std::hash<cronoq::TaskId> {
 template <>
 struct std::hash<cronoq::LeaseId> {
     std::size_t operator()(cronoq::LeaseId id) const noexcept { return std::hash<std::uint64_t>{}(id.value); }
+};
+template <>
+struct std::hash<cronoq::WorkerId> {
+    std::size_t operator()(cronoq::WorkerId id) const noexcept { return std::hash<std::uint64_t>{}(id.value); }
 };

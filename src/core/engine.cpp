@@ -36,12 +36,21 @@ void Engine::State::dispatch(PoolState& p, Time now) {
                                  took_best);
         }
         if (!s) break;
+        // In a remote pool, a worker must take it: a free slot (there is
+        // one, since the capacity is the slots granted), its labels, not
+        // one that nacked it. Else it waits parked, as for a resource.
+        WorkerId worker{};
+        if (p.config.remote && !(worker = pick_worker(*s))) {
+            park_for_worker(*s);
+            passed_over = true;
+            continue;
+        }
         if (slots[*s].has_needs && !acquire(*s, now)) {
             passed_over = true;
             continue;  // parked: try the next
         }
         took_best = took_best && !passed_over;
-        start_attempt(*s, now);
+        start_attempt(*s, now, worker);
         // The head behind the one taken was queued long ago: with a
         // large backlog its slot is out of cache, and the next decision
         // reads it. Start loading it now.
@@ -128,7 +137,17 @@ PoolId Engine::add_pool(PoolConfig config) {
     if (config.max_hold.count() < 0) throw ConfigError(describe_pool(config) + "max_hold must not be negative");
     if (config.unknown_dependency.awaits() && config.unknown_dependency.timeout().count() <= 0)
         throw ConfigError(describe_pool(config) + "unknown_dependency: the Await timeout must be positive");
-    if (config.max_workers == 0) config.max_workers = config.capacity;
+    if (config.remote) {
+        // The capacity is what connected workers are granted (engine_remote.cpp).
+        if (config.autoscale || config.user_scaler)
+            throw ConfigError(describe_pool(config) +
+                              "autoscale: a remote pool's capacity is the slots granted to its workers");
+        if (!config.lease_ttl) config.lease_ttl = std::chrono::seconds(30);
+        config.capacity = 0;
+        config.min_workers = 0;
+    } else if (config.max_workers == 0) {
+        config.max_workers = config.capacity;
+    }
     if (config.max_workers < config.capacity)
         throw ConfigError(describe_pool(config) + "max_workers must not be below the capacity");
     if (auto problem = detail::check_bounds(config.bounds)) throw ConfigError(describe_pool(config) + *problem);
@@ -148,6 +167,7 @@ PoolId Engine::add_pool(PoolConfig config) {
     p.queue.set_shares(s_->config.priority.min_share);
     p.config = std::move(config);
     s_->pools.push_back(std::move(p));
+    s_->remote_pools.resize(s_->pools.size());
     return static_cast<PoolId>(s_->pools.size() - 1);
 }
 
@@ -206,9 +226,9 @@ SubmitResult<std::vector<TaskId>> Engine::submit_batch(std::span<const TaskSpec>
     return s_->admit(specs, now);
 }
 
-bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
+bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now, WorkerId from) {
     State& s = *s_;
-    const auto found = s.live_lease(lease, now);
+    const auto found = s.live_lease(lease, now, from);
     if (!found) return false;
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
@@ -226,9 +246,9 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now) {
     return true;
 }
 
-bool Engine::heartbeat(LeaseId lease, Time now) {
+bool Engine::heartbeat(LeaseId lease, Time now, WorkerId from) {
     State& s = *s_;
-    const auto found = s.live_lease(lease, now);
+    const auto found = s.live_lease(lease, now, from);
     if (!found) return false;
     TaskSlot& t = s.slots[*found];
     const auto& ttl = s.pools[t.pool].config.lease_ttl;
@@ -258,6 +278,7 @@ bool Engine::cancel(TaskId task, Time now) {
 
 void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     PoolState& p = s_->pools.at(pool);
+    if (p.config.remote) return;  // its workers' granted slots are its capacity
     if (auto* a = s_->scaler_of(p, now)) a->wake(now);
     p.metrics.accrue(now, p.counters.running, p.capacity);
     p.capacity = capacity;

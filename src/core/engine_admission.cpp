@@ -75,6 +75,14 @@ std::optional<SubmitError> Engine::State::check_spec(const TaskSpec& spec, std::
         if (d.ref.key && d.ref.key->empty()) return invalid("a dependency key must not be empty");
         if (d.kind > Dep::Kind::OnComplete) return invalid("unknown dependency kind");
     }
+    if (!spec.labels.empty()) {
+        if (!pools[spec.pool].config.remote) return invalid("labels need a remote pool (Pool::remote)");
+        for (std::size_t i = 0; i < spec.labels.size(); ++i) {
+            if (spec.labels[i].first.empty()) return invalid("a label name must not be empty");
+            if (i > 0 && !(spec.labels[i - 1].first < spec.labels[i].first))
+                return invalid("labels must be sorted by name, each name once");
+        }
+    }
     if (with_resources && !spec.resources.empty()) {
         auto resolved = registry.resolve(requests_of(spec));
         if (!resolved) {
@@ -374,6 +382,7 @@ TaskId Engine::State::admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId
             t.has_needs = true;
         }
     }
+    if (!spec.labels.empty()) set_labels(t, spec.labels);
     if (spec.start) {
         const Time end = later(*spec.start, expected_duration(spec));
         starts.emplace(t.id.value, StartInfo{*spec.start, spec.start_tolerance, spec.on_miss});

@@ -58,13 +58,7 @@ void Engine::State::unpark(detail::ResourceId r, Time now) {
             }
             budget -= amount;
             queue.pop_front();
-            // Back in its queue with its ready time: aging and order kept.
-            PoolState& p = pools[t.pool];
-            if (t.has_deadline)
-                p.queue.push_deadline(t.priority, extras[t.extras].latest_start, t.id.value, ref);
-            else
-                p.queue.push_returned(t.priority, t.ready_since, t.id.value, ref);
-            p.dirty = true;
+            requeue(ref);
         }
     }
     // Tokens promised to the waiters sent back are not there for the next.
@@ -115,6 +109,18 @@ void Engine::State::revisit_parked(Time now) {
         for (PoolState& p : pools)
             if (p.dirty) dispatch(p, now);
     }
+}
+
+// Back in its queue with its ready time: aging and order kept. Shared by
+// every kind of parking (resources here, remote workers).
+void Engine::State::requeue(detail::QueueRef ref) {
+    const TaskSlot& t = slots[ref.slot];
+    PoolState& p = pools[t.pool];
+    if (t.has_deadline)
+        p.queue.push_deadline(t.priority, extras[t.extras].latest_start, t.id.value, ref);
+    else
+        p.queue.push_returned(t.priority, t.ready_since, t.id.value, ref);
+    p.dirty = true;
 }
 
 std::size_t Engine::State::parked_count(detail::ResourceId r) const {

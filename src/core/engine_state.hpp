@@ -12,6 +12,7 @@
 #include "engine_types.hpp"
 #include "flat_id_map.hpp"
 #include "kind_table.hpp"
+#include "remote_workers.hpp"
 #include "resource_registry.hpp"
 #include "slab.hpp"
 
@@ -49,6 +50,11 @@ struct Engine::State {
     std::vector<std::array<detail::Ring<detail::QueueRef>, priority_count>> parked;
     std::vector<Time> refill_at;  // per resource: the armed Refill timer, or never
     std::unordered_map<std::uint64_t, std::vector<detail::Need>> needs;  // by task id
+    // Remote pools (engine_remote.cpp): workers by id, per pool (empty for
+    // a local one), and tasks with labels or nacks by task id.
+    std::unordered_map<std::uint64_t, detail::RemoteWorker> workers;
+    std::vector<detail::RemotePool> remote_pools;
+    std::unordered_map<std::uint64_t, detail::RemoteTask> remote_tasks;
     std::vector<Action> actions;
     std::size_t live = 0;
     std::uint64_t late = 0;
@@ -254,7 +260,8 @@ struct Engine::State {
         emit_status(t, now);
     }
 
-    void start_attempt(std::uint32_t s, Time now) {
+    // `worker`: the remote worker that takes the lease (0 in a local pool).
+    void start_attempt(std::uint32_t s, Time now, WorkerId worker = {}) {
         TaskSlot& t = slots[s];
         PoolState& p = pools[t.pool];
         leave(t);
@@ -276,12 +283,14 @@ struct Engine::State {
         const Duration timeout = timeout_of(t);
         a.deadline = timeout.count() > 0 ? later(now, timeout) : never;
         a.lease_expiry = p.config.lease_ttl ? later(now, *p.config.lease_ttl) : never;
+        a.worker = worker;
+        if (worker) workers.at(worker.value).leases.push_back(a.lease.value);
         by_lease.insert(a.lease.value, s);
         const Time check = std::min(a.deadline, a.lease_expiry);
         if (check != never) push_timer(check, s, t.gen, TimerKind::Attempt);
         actions.emplace_back(Dispatch{t.id, a.lease, t.pool, t.attempt, t.user,
                                       timeout.count() > 0 ? std::optional(timeout) : std::nullopt,
-                                      t.has_deadline ? std::optional(extras[t.extras].deadline) : std::nullopt});
+                                      t.has_deadline ? std::optional(extras[t.extras].deadline) : std::nullopt, worker});
         emit_status(t, now);
     }
 
@@ -292,6 +301,7 @@ struct Engine::State {
         attempts.release(t.run);
         t.run = no_slot;
         if (t.holds_resources) release_resources(t, now);
+        if (a.worker) worker_lease_ended(a.worker, a.lease, now);
         by_lease.erase(a.lease.value);
         PoolState& p = pools[t.pool];
         if (auto* scaler = scaler_of(p, now)) scaler->record_service(now - a.started);
@@ -310,6 +320,10 @@ struct Engine::State {
         if (t.has_needs) {
             needs.erase(t.id.value);
             t.has_needs = false;
+        }
+        if (t.has_remote) {
+            remote_tasks.erase(t.id.value);
+            t.has_remote = false;
         }
         if (!graph.dependents.empty() && graph.dependents.count(t.id.value)) graph.resolved.emplace_back(t.id, status);
         t.status = status;
@@ -343,6 +357,7 @@ struct Engine::State {
     void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
         TaskSlot& t = slots[s];
         if (shutting_down && !handing_over) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
+        if (t.has_remote) remote_tasks.at(t.id.value).nacked_by.clear();  // a new attempt may go anywhere
         const RetryPolicy& retry = retry_of(t);
         if (t.attempt >= retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
         PoolState& p = pools[t.pool];
@@ -373,6 +388,7 @@ struct Engine::State {
                 return fail_retryable(s, "lease expired", std::nullopt, now);
             case AbortReason::Cancelled: return finish(s, TaskStatus::Cancelled, "cancelled", now);
             case AbortReason::Shutdown: return finish(s, TaskStatus::Cancelled, "shutdown", now);
+            case AbortReason::WorkerLost: return fail_retryable(s, "worker disconnected", std::nullopt, now);
         }
     }
 
@@ -438,9 +454,11 @@ struct Engine::State {
     // What was due by `now` happens first, so a completion or heartbeat at or
     // after its attempt's timeout or lease expiry is late, whether or not the
     // owner ticked in between; a late report is counted and changes nothing.
-    std::optional<std::uint32_t> live_lease(LeaseId lease, Time now) {
+    // With `from`, the lease must also be that remote worker's.
+    std::optional<std::uint32_t> live_lease(LeaseId lease, Time now, WorkerId from = {}) {
         run_due_timers(now);
-        if (const std::uint32_t* found = by_lease.find(lease.value)) return *found;
+        if (const std::uint32_t* found = by_lease.find(lease.value))
+            if (!from || attempts[slots[*found].run].worker == from) return *found;
         ++late;
         settle(now);
         return std::nullopt;
@@ -480,6 +498,28 @@ struct Engine::State {
     void revisit_parked(Time now);
     bool parked_tasks = false;  // some resource may have a parked task
     std::size_t parked_count(detail::ResourceId r) const;
+    /// A parked task goes back to its pool's queue, keeping its ready time.
+    void requeue(detail::QueueRef ref);
+
+    // ---- remote workers (engine_remote.cpp) ------------------------------------
+    /// The worker to take Ready task `s` now (a free slot, its labels, not
+    /// one that nacked it); 0 when none can.
+    WorkerId pick_worker(std::uint32_t s) const;
+    /// Whether a connected worker other than those that nacked it could
+    /// ever take `s` (free slot or not).
+    bool worker_could_take(std::uint32_t s) const;
+    bool may_take(const detail::RemoteWorker& w, const TaskSlot& t) const;
+    /// Parks a Ready task no worker can take now (its pool's label group).
+    void park_for_worker(std::uint32_t s);
+    /// Sends back to the queue as many parked tasks as `w` has free slots for.
+    void unpark_for_worker(detail::RemoteWorker& w, Time now);
+    void worker_lease_ended(WorkerId w, LeaseId lease, Time now);
+    void set_remote_capacity(PoolId pool, Time now);
+    /// A task waiting after a nack that no connected worker can take fails.
+    void recheck_after_nack(PoolId pool, Time now);
+    detail::RemoteTask& remote_of(TaskSlot& t);
+    /// A new task's labels: the pool's group for that set (made on first use).
+    void set_labels(TaskSlot& t, const Labels& labels);
 
     // ---- bounds and shedding (engine_bounds.cpp) -------------------------------
     static std::size_t pending(const PoolState& p) {

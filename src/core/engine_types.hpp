@@ -87,6 +87,7 @@ struct alignas(64) TaskSlot {
     bool has_start : 1 = false;        // its StartInfo is in State::starts until it ends
     bool has_needs : 1 = false;        // its resource needs are in State::needs until it ends
     bool holds_resources : 1 = false;  // the running attempt holds them
+    bool has_remote : 1 = false;       // its labels or nacks are in State::remote_tasks until it ends
 };
 static_assert(sizeof(TaskSlot) == 64, "a task slot is one cache line");
 
@@ -108,6 +109,7 @@ struct AttemptState {
     Time started{};
     Time deadline = never;      // its timeout
     Time lease_expiry = never;  // last heartbeat + lease_ttl
+    WorkerId worker{};          // the remote worker holding the lease; 0: local
 };
 
 // A fixed-start task's start, kept beside its slot (few tasks have one).

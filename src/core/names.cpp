@@ -84,6 +84,7 @@ std::string_view to_string(AbortReason r) {
         case AbortReason::Timeout: return "timeout";
         case AbortReason::LeaseExpired: return "lease expired";
         case AbortReason::Shutdown: return "shutdown";
+        case AbortReason::WorkerLost: return "worker disconnected";
     }
     return "unknown";
 }

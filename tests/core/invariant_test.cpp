@@ -593,6 +593,7 @@ private:
                 ASSERT_GE(now_, grace_end_) << "aborted for shutdown before the grace end";
                 ASSERT_TRUE(op.kind == Op::Kind::Tick || op.kind == Op::Kind::Shutdown);
                 break;
+            case AbortReason::WorkerLost: FAIL() << "worker lost in a model without remote workers";
         }
         end_lease(t);
     }
@@ -706,6 +707,7 @@ private:
                         case AbortReason::Shutdown: message = "shutdown"; break;
                         case AbortReason::Timeout: retryable_end("timeout"); break;
                         case AbortReason::LeaseExpired: retryable_end("lease expired"); break;
+                        case AbortReason::WorkerLost: retryable_end("worker disconnected"); break;
                     }
                 } else if (t.state == S::Running) {
                     ASSERT_TRUE(by_complete) << "a running task ended without a report or an abort";

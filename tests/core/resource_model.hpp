@@ -365,6 +365,7 @@ public:
                 ASSERT_TRUE(shutting_down && now >= grace_end) << "aborted for shutdown before the grace end";
                 break;
             case AbortReason::LeaseExpired: FAIL() << "lease expiry without a lease_ttl";
+            case AbortReason::WorkerLost: FAIL() << "worker lost in a model without remote workers";
         }
     }
 

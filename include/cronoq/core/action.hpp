@@ -25,9 +25,14 @@ struct Dispatch {
     std::optional<Duration> timeout;
     /// The task's soft deadline (TaskSpec::deadline), if any.
     std::optional<Time> deadline;
+    /// The remote worker that holds the lease (PoolConfig::remote); 0 for
+    /// a local pool, whose driver runs the attempt itself.
+    WorkerId worker{};
 };
 
-enum class AbortReason : std::uint8_t { Cancelled, Timeout, LeaseExpired, Shutdown };
+/// `WorkerLost`: the remote worker holding the lease disconnected
+/// (`Engine::disconnect_worker`); the attempt fails as retryable.
+enum class AbortReason : std::uint8_t { Cancelled, Timeout, LeaseExpired, Shutdown, WorkerLost };
 std::string_view to_string(AbortReason r);
 
 /// The engine has abandoned this attempt: its slot is already free, and any

@@ -198,12 +198,51 @@ public:
 
     /// Reports the end of the attempt holding `lease`. Returns false, and
     /// changes nothing but the late-report count, when the lease is not live
-    /// (already completed, aborted or expired).
-    bool complete(LeaseId lease, const Outcome& outcome, Time now);
+    /// (already completed, aborted or expired), or when `from` is given
+    /// and the lease is not that remote worker's.
+    bool complete(LeaseId lease, const Outcome& outcome, Time now, WorkerId from = {});
 
     /// Keeps a live lease alive for another `lease_ttl`. False (and counted
-    /// as late) for a lease that is not live.
-    bool heartbeat(LeaseId lease, Time now);
+    /// as late) for a lease that is not live, or not `from`'s when given.
+    bool heartbeat(LeaseId lease, Time now, WorkerId from = {});
+
+    // ---- remote workers (SPEC §15) ----------------------------------------
+    // A remote pool (`PoolConfig::remote`) runs its attempts on workers
+    // its owner connects here; each Dispatch names the worker that holds
+    // the lease. The capacity is the sum of the connected workers' granted
+    // slots; a worker holds at most its granted slots' leases.
+
+    /// Registers a worker of remote pool `pool` asking for `slots`, with
+    /// its `labels` (sorted by name, as TaskSpec::labels). It is granted
+    /// `slots`, or fewer when the pool's `max_workers` leaves less room
+    /// (`worker_slots` tells), and may get Dispatches at once. Empty
+    /// (`WorkerId{}`) for a local or unknown pool, or when shutting down.
+    WorkerId connect_worker(PoolId pool, std::size_t slots, Labels labels, Time now);
+    /// The worker now asks for `slots` (0: no new leases; running ones go
+    /// on). Returns the slots granted (0 for an unknown worker).
+    std::size_t set_worker_slots(WorkerId worker, std::size_t slots, Time now);
+    /// The worker is gone: each of its live leases is aborted
+    /// (`Abort{WorkerLost}`) and fails as retryable ("worker
+    /// disconnected"), under the task's retry policy; its slots leave the
+    /// pool's capacity. A task that a nack left waiting for another worker
+    /// and that no connected worker can take any more fails the same way
+    /// ("no other worker ..."). Does nothing for an unknown worker.
+    void disconnect_worker(WorkerId worker, Time now);
+    /// The worker holding `lease` gives it back without running it: the
+    /// attempt does not count, and the task waits (Ready) for another
+    /// connected worker of its pool whose labels match, never one that
+    /// nacked this attempt. When no such worker is connected the attempt
+    /// fails as retryable ("nacked: <reason>; no other worker can take
+    /// it"), and its next attempt may go to any worker again. False (and
+    /// counted as late) for a lease that is not live, not `from`'s when
+    /// given, or of a local pool.
+    bool nack(LeaseId lease, std::string_view reason, Time now, WorkerId from = {});
+    /// Slots granted to a connected worker (0 for an unknown one).
+    std::size_t worker_slots(WorkerId worker) const;
+    /// Leases a connected worker holds now.
+    std::size_t worker_leases(WorkerId worker) const;
+    /// Workers connected to a pool (0 for a local pool).
+    std::size_t connected_workers(PoolId pool) const;
 
     /// Cancels a task that is not terminal: a queued or retrying one ends
     /// `Cancelled` at once; a running one is aborted (`Abort{Cancelled}`)
@@ -211,7 +250,8 @@ public:
     bool cancel(TaskId task, Time now);
 
     /// Sets a pool's concurrency. Lowering it never aborts a running
-    /// attempt: surplus slots retire as attempts end.
+    /// attempt: surplus slots retire as attempts end. Does nothing for a
+    /// remote pool, whose capacity is its workers' granted slots.
     void set_capacity(PoolId pool, std::size_t capacity, Time now);
 
     /// The open question to a pool's user scaler (`PoolConfig::user_scaler`):

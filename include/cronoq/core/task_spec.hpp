@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cronoq::core {
@@ -24,6 +25,10 @@ namespace cronoq::core {
 using PoolId = std::uint32_t;
 /// Dense index of an interned kind name (`Engine::intern_kind`); 0 is "".
 using KindId = std::uint32_t;
+
+/// Labels of a remote worker or of a task that needs one (SPEC §15): name
+/// and value pairs, sorted by name, each name once.
+using Labels = std::vector<std::pair<std::string, std::string>>;
 
 struct PoolConfig {
     std::string name;
@@ -48,6 +53,12 @@ struct PoolConfig {
     /// The engine never calls it: at each evaluation it emits `AskScaler`
     /// and its owner answers with `Engine::answer_scaler`.
     bool user_scaler = false;
+    /// Attempts run on remote workers (SPEC §15, `Engine::connect_worker`):
+    /// the capacity is the sum of the slots granted to the pool's connected
+    /// workers, capped by `max_workers` when it is not 0 (no cap else);
+    /// `capacity` and `min_workers` are not used, `autoscale` is a
+    /// ConfigError, and a `lease_ttl` of 30 s applies when none is given.
+    bool remote = false;
 };
 
 /// Units of a shared resource a task needs for each attempt.
@@ -107,6 +118,11 @@ struct TaskSpec {
     /// are held until the attempt ends. A task short of one waits parked on
     /// it without holding back other tasks.
     std::vector<ResourceUse> resources;
+    /// Remote pools only (Invalid elsewhere): the task runs only on a
+    /// worker registered with every one of these labels; sorted by name,
+    /// each name once (Invalid else). Until such a worker has a free slot
+    /// it waits, parked, without holding back tasks other workers can run.
+    Labels labels;
     /// The owner's value for this task (the driver's record), opaque to the
     /// engine and handed back in every action about the task, so that its
     /// owner needs no map from task id to what it keeps.

@@ -20,12 +20,9 @@
 namespace cronoq::detail {
 
 /// A connected remote worker, as the scheduler's engine knows it. Unique in
-/// the scheduler, never reused; 0 is never an id.
-struct WorkerId {
-    std::uint64_t value = 0;
-    constexpr auto operator<=>(const WorkerId&) const = default;
-    constexpr explicit operator bool() const { return value != 0; }
-};
+/// the process, never reused; 0 is never an id. Defined in <cronoq/ids.hpp>
+/// beside TaskId and LeaseId, because the engine hands it out.
+using WorkerId = cronoq::WorkerId;
 
 /// One attempt handed to a remote worker: the seam's form of the protocol's
 /// `lease` message.
