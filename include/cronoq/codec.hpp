@@ -1,5 +1,6 @@
 #pragma once
-// codec<T>: how payloads and outputs cross a store (SPEC §14) as bytes.
+// codec<T>: how payloads and outputs cross a store (SPEC §14) or reach
+// remote workers (SPEC §15) as bytes.
 #include <nlohmann/json.hpp>
 
 #include <concepts>
@@ -67,11 +68,11 @@ concept has_codec = requires(const T& value, std::string_view bytes) {
 /// `static_assert(cronoq::require_codec<T>::value)` fails to compile with a
 /// message naming the missing codec, and the compiler's "in instantiation
 /// of require_codec<...>" line names `T`. The scheduler checks its payload
-/// and output types with it when a store is used.
+/// and output types with it when a store or a remote pool is used.
 template <class T>
 struct require_codec {
     static_assert(has_codec<T>,
-                  "missing cronoq::codec<T> for a payload or output type used with a store: specialize "
+                  "missing cronoq::codec<T> for a payload or output type used with a store or a remote pool: specialize "
                   "cronoq::codec<T> (encode/decode) or give T nlohmann_json to_json/from_json");
     static constexpr bool value = has_codec<T>;
 };

@@ -43,7 +43,10 @@ public:
     }
 
     /// Concurrent attempts: starts at `initial`, kept within [min, max].
+    /// For a remote pool only `max` counts: the cap on the slots granted
+    /// to its workers (no cap without this call).
     Pool& workers(std::size_t min, std::size_t initial, std::size_t max) {
+        state_.workers_given = true;
         state_.min_workers = min;
         state_.engine.capacity = initial;
         state_.max_workers = max;
@@ -57,6 +60,7 @@ public:
     /// cancellation through `ctx.is_cancelled()` and the token.
     template <class F>
     Pool& executor_fn(F f) {
+        state_.engine.remote = false;
         using R = std::invoke_result_t<F&, TaskContext, std::shared_ptr<const P>>;
         auto fn = std::make_shared<F>(std::move(f));
         if constexpr (detail::is_awaitable<R>::value) {
@@ -97,6 +101,7 @@ public:
     }
     template <Executor<P, O> E>
     Pool& executor(std::shared_ptr<E> e) {
+        state_.engine.remote = false;
         state_.executor.run = [e](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
             auto attempt = e->execute(std::move(ctx), std::static_pointer_cast<const P>(p));
             co_return detail::erase_result<O>(co_await std::move(attempt));
@@ -105,6 +110,25 @@ public:
             state_.executor.abort = [e](LeaseId lease) { e->abort(lease); };
         else
             state_.executor.abort = nullptr;
+        return *this;
+    }
+
+    /// Attempts of this pool run on remote workers (SPEC §15), not on a
+    /// local executor (an executor set before is dropped; one set after
+    /// makes the pool local again). Its capacity is the sum of the slots
+    /// granted to its connected workers, capped by `workers(...)`'s max if
+    /// given; `autoscale` and `scaler` are a ConfigError at build. Payloads
+    /// go out encoded by `codec<P>` and outputs come back through
+    /// `codec<O>` (include <cronoq/codec.hpp>; a missing codec fails to
+    /// compile, naming the type): a payload the codec refuses, or larger
+    /// than the worker server accepts, is `SubmitError::Invalid` at
+    /// submit; an output it cannot decode fails the task permanently
+    /// ("decode: ..."). Workers heartbeat each lease within `lease_ttl`
+    /// (default 30 s here); timeouts are enforced by the scheduler.
+    Pool& remote() {
+        state_.engine.remote = true;
+        state_.codec = detail::erase_codec<P, O>();
+        state_.executor = {};
         return *this;
     }
 

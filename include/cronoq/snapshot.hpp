@@ -22,6 +22,9 @@ namespace cronoq {
 /// (capacity, busy, held, desired, pending) are as of now.
 struct PoolSnapshot : core::PoolStats {
     std::string name;
+    /// A remote pool's connected workers (SPEC §15; its `capacity` is the
+    /// slots granted to them); empty for a local pool.
+    std::optional<std::size_t> remote_workers;
 };
 
 struct Snapshot {
@@ -35,7 +38,7 @@ struct Snapshot {
     /// ..., "changes_committed": ..., "mean_batch_size": ...,
     /// "commit_latency_ms": {"p50": ..., "p99": ...}, "pending_changes": ...,
     /// "leading": ..., "epoch": ...}`; durations in milliseconds, the window
-    /// in seconds. Include
+    /// in seconds. A remote pool also has `"remote_workers": n`. Include
     /// <nlohmann/json.hpp> to use the result.
     nlohmann::json to_json() const;
 };

@@ -85,6 +85,20 @@ public:
     }
     Task& retry(RetryPolicy policy) { state_.retry = policy; return *this; }
     Task& tag(std::string k, std::string v) { state_.tags.emplace_back(std::move(k), std::move(v)); return *this; }
+    /// Remote pools only (SPEC §15; `SubmitError::Invalid` on a local
+    /// pool): the task runs only on a worker registered with this label
+    /// and value (and every other label given). It waits for such a worker
+    /// without holding back tasks that other workers can run. Setting a
+    /// name again replaces its value.
+    Task& label(std::string name, std::string value) {
+        for (auto& [n, v] : state_.labels)
+            if (n == name) {
+                v = std::move(value);
+                return *this;
+            }
+        state_.labels.emplace_back(std::move(name), std::move(value));
+        return *this;
+    }
     /// W3C trace context handed to every attempt; default: the
     /// "traceparent" tag, if any.
     Task& traceparent(std::string tp) { state_.traceparent = std::move(tp); return *this; }

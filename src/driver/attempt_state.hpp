@@ -61,6 +61,10 @@ struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     /// (and, with a store, its bytes).
     std::shared_ptr<const void> output;
     std::string encoded_output;
+    /// In a remote pool: the payload through codec<P>, made at submit off
+    /// the engine's mutex (`remote_encoded`); else made when a lease goes out.
+    std::string remote_payload;
+    bool remote_encoded = false;
     /// A keyed task's other options, as submitted, for `Scheduler::retry`
     /// (a retained task keeps its record only when it has a key). Null for
     /// a task without a key: no allocation on the common path.
@@ -92,6 +96,9 @@ struct RunningLink {
 struct Attempt final : AttemptState, RunningLink {
     TaskRecord* record = nullptr;  // kept alive by `task`
     const PoolRuntime* pool = nullptr;
+    /// The remote worker holding the lease; 0 for an attempt run here (a
+    /// remote attempt has no coroutine: its end is the worker's report).
+    WorkerId worker{};
     asio::cancellation_signal signal;
     /// The next attempt a step starts after the engine's mutex (guarded by
     /// it until the step takes the list).

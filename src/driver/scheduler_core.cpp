@@ -29,6 +29,10 @@ std::string pool_field(const PoolDefinition& d, const char* field) {
 }
 
 void validate(const PoolDefinition& d) {
+    if (d.engine.remote) {  // its workers' slots are its capacity; it runs no executor here
+        if (d.workers_given && d.max_workers == 0) throw ConfigError(pool_field(d, "workers: max must be at least 1"));
+        return;
+    }
     if (d.max_workers == 0) throw ConfigError(pool_field(d, "workers: max must be at least 1"));
     if (d.min_workers > d.max_workers)
         throw ConfigError(pool_field(d, "workers: min (") + std::to_string(d.min_workers) + ") > max (" +
@@ -91,6 +95,10 @@ std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const
     spec.timeout = r.timeout;
     spec.retry = r.retry;
     spec.key = r.key;
+    if (!r.labels.empty()) {  // Task::label keeps names unique; the engine wants them sorted
+        spec.labels.assign(r.labels.begin(), r.labels.end());
+        std::sort(spec.labels.begin(), spec.labels.end());
+    }
     return std::nullopt;
 }
 
@@ -124,7 +132,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
     if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
     record->assign_id(id);
     hold(record);
-    if (encoded) write_admission(id, *record, *encoded);
+    if (encoded && durable) write_admission(id, *record, *encoded);
     return record;
 }
 
@@ -143,6 +151,10 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
     if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
     // The record is made first: the engine carries it from admission on.
     auto record = make_record(spec.pool, std::move(r), wall);
+    if (encoded && pools[spec.pool].def.engine.remote) {
+        record->remote_payload = encoded->payload;
+        record->remote_encoded = true;
+    }
     spec.user = to_user(record.get());
     auto id = engine.submit(spec, now);
     if (!id) {
@@ -190,7 +202,8 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     if (options.abandon_after.count() < 0) throw ConfigError("abandon_after: must not be negative");
     auto state = std::make_unique<State>(executor, std::move(options));  // validates engine constants
     for (auto& d : pools) {
-        d.engine.max_workers = d.max_workers;
+        // A remote pool's cap on granted slots: workers(...)'s max, else none (0).
+        d.engine.max_workers = d.engine.remote && !d.workers_given ? 0 : d.max_workers;
         d.engine.min_workers = d.min_workers;
         state->engine.add_pool(d.engine);  // validates the rest, names the field
         PoolRuntime& p = state->pools.emplace_back();
@@ -220,7 +233,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
     std::optional<Encoded> encoded;
-    if (s_->durable) {
+    if (s_->needs_encoding(r)) {
         auto bytes = s_->encode(r);
         if (!bytes) return {bytes.error(), bytes.message()};
         encoded.emplace(std::move(bytes).value());
@@ -233,7 +246,7 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
     auto self = shared_from_this();
     State& s = *s_;
     std::optional<Encoded> encoded;
-    if (s.durable) {
+    if (s.needs_encoding(r)) {
         auto bytes = s.encode(r);
         if (!bytes) throw SubmitException(bytes.error(), bytes.message());
         encoded.emplace(std::move(bytes).value());
@@ -296,8 +309,8 @@ std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     results.reserve(requests.size());
     // With a store, each request's bytes are made before the engine's mutex.
     std::vector<std::optional<SubmitResult<Encoded>>> encoded(requests.size());
-    if (s_->durable)
-        for (std::size_t i = 0; i < requests.size(); ++i) encoded[i].emplace(s_->encode(requests[i]));
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        if (s_->needs_encoding(requests[i])) encoded[i].emplace(s_->encode(requests[i]));
     State::Step step(*s_);
     for (std::size_t i = 0; i < requests.size(); ++i) {
         if (encoded[i] && !*encoded[i]) {
@@ -311,14 +324,12 @@ std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
     State& s = *s_;
-    std::vector<Encoded> encoded;
-    if (s.durable) {
-        encoded.reserve(requests.size());
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-            auto bytes = s.encode(requests[i]);
-            if (!bytes) return {bytes.error(), "task " + std::to_string(i) + ": " + bytes.message()};
-            encoded.push_back(std::move(bytes).value());
-        }
+    std::vector<std::optional<Encoded>> encoded(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        if (!s.needs_encoding(requests[i])) continue;
+        auto bytes = s.encode(requests[i]);
+        if (!bytes) return {bytes.error(), "task " + std::to_string(i) + ": " + bytes.message()};
+        encoded[i].emplace(std::move(bytes).value());
     }
     State::Step step(s);
     if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
@@ -333,6 +344,10 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     records.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
         records.push_back(s.make_record(specs[i].pool, std::move(requests[i]), wall));
+        if (encoded[i] && s.pools[specs[i].pool].def.engine.remote) {
+            records.back()->remote_payload = encoded[i]->payload;
+            records.back()->remote_encoded = true;
+        }
         specs[i].user = to_user(records.back().get());
     }
     auto ids = s.engine.submit_batch(specs, now);
@@ -340,7 +355,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     std::vector<std::shared_ptr<HandleState>> handles;
     handles.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i)
-        handles.push_back(s.admitted(ids.value()[i], std::move(records[i]), s.durable ? &encoded[i] : nullptr));
+        handles.push_back(s.admitted(ids.value()[i], std::move(records[i]), encoded[i] ? &*encoded[i] : nullptr));
     s.apply(now);
     return handles;
 }
@@ -439,6 +454,7 @@ Snapshot SchedulerCore::snapshot() const {
             PoolSnapshot& p = out.pools.emplace_back();
             static_cast<core::PoolStats&>(p) = s_->engine.stats(i, now);
             p.name = s_->pools[i].def.engine.name;
+            if (s_->pools[i].def.engine.remote) p.remote_workers = s_->engine.connected_workers(i);
         }
     }
     if (s_->durable) {

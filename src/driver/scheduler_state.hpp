@@ -19,6 +19,7 @@
 #include <cronoq/clock.hpp>
 #include <cronoq/core/engine.hpp>
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/remote_host.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/detail/unique_function.hpp>
 #include <cronoq/detail/wait_list.hpp>
@@ -37,7 +38,9 @@
 #include <atomic>
 #include <exception>
 #include <deque>
+#include <limits>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <condition_variable>
 #include <mutex>
@@ -98,6 +101,24 @@ struct AttemptEnd {
     AttemptOutput output;
 };
 
+/// A remote worker's report about one of its leases (RemoteHost::report),
+/// its output already decoded off the engine's mutex; served with the
+/// attempt ends, through the same inbox.
+struct RemoteEnd {
+    enum class Kind : std::uint8_t { Ended, Nack, Heartbeat };
+    WorkerId worker;
+    LeaseId lease;
+    Kind kind = Kind::Ended;
+    AttemptOutput output;  ///< Ended: the outcome
+    std::string reason;    ///< Nack
+};
+
+/// A connected remote worker's stream, as the driver reaches it.
+struct RemoteWorkerLink {
+    std::shared_ptr<RemoteSession> session;
+    core::PoolId pool = 0;
+};
+
 /// Work a step leaves for after the engine's mutex.
 struct Finish {  // a handle's terminal outcome
     std::shared_ptr<TaskRecord> record;
@@ -114,7 +135,7 @@ using Deferred = std::variant<Finish, StatusEvent, UniqueFunction<void()>, Drain
 
 /// A request's bytes for the store, made before the engine's mutex.
 struct Encoded {
-    std::string payload;
+    std::string payload;  ///< also what a remote pool's leases carry
     std::string options;
     std::chrono::system_clock::time_point wall;  // the submission's
 };
@@ -219,7 +240,17 @@ struct SchedulerCore::State {
     // ---- the inbox of attempt ends ---------------------------------------------
     std::mutex inbox_mu;
     std::vector<AttemptEnd> inbox;
-    std::atomic<bool> inbox_filled{false};
+    std::vector<RemoteEnd> remote_inbox;
+    std::atomic<bool> inbox_filled{false};  // either has something
+    std::vector<RemoteEnd> remote_ends;      // guarded by `mu`: remote_inbox drained
+
+    // ---- remote workers (scheduler_remote.cpp, SPEC §15) ------------------------
+    // Live remote leases (guarded by `mu`): their reports name only the lease.
+    std::unordered_map<std::uint64_t, std::shared_ptr<Attempt>> remote_leases;
+    std::mutex remote_mu;  // after `mu` when both are taken
+    std::unordered_map<std::uint64_t, RemoteWorkerLink> remote_links;  // by worker; guarded by remote_mu
+    std::shared_ptr<RemoteHost> host;                                   // guarded by remote_mu
+    std::atomic<std::size_t> payload_limit{std::numeric_limits<std::size_t>::max()};
 
     // ---- guarded by `deliver_mu`: what steps leave for after `mu` -----------------
     std::mutex deliver_mu;
@@ -273,6 +304,22 @@ struct SchedulerCore::State {
     /// Queues an attempt's end; served by whichever step comes next, at
     /// once if nobody holds the engine.
     void post_end(AttemptEnd end);
+    /// The same for a remote worker's report.
+    void post_remote(RemoteEnd end);
+    /// Mutex held: moves what the inbox holds to `ends` and `remote_ends`.
+    void take_inbox();
+    /// Mutex held: applies one remote report to the engine.
+    void serve_remote(RemoteEnd& end, core::Time now);
+    /// Mutex held: a lease for a remote worker; sent after the mutex.
+    void dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime& pool);
+    /// Mutex held: an abandoned remote lease; the worker is told after the mutex.
+    void abort_remote(const core::Abort& a, std::shared_ptr<Attempt> attempt);
+    /// The remote pool a request goes to; null for a local one (or unknown).
+    const PoolRuntime* remote_pool_of(const TaskRequest& r) const;
+    /// Whether `r`'s payload is encoded before the mutex (a store, a remote pool).
+    bool needs_encoding(const TaskRequest& r) const { return durable || remote_pool_of(r); }
+    /// Mutex held, at the end of a shutdown: every worker is told.
+    void shutdown_sessions();
 
     // ---- actions (mutex held) ------------------------------------------------------
     void apply(core::Time now);

@@ -139,7 +139,31 @@ void SchedulerCore::State::post_end(AttemptEnd end) {
     if (lock) end_step(lock);
 }
 
-void SchedulerCore::State::serve_ends(core::Time now) {
+void SchedulerCore::State::post_remote(RemoteEnd end) {
+    // As post_end: served at once if nobody holds the engine, else left in
+    // the inbox for the holder (the same fence pairs with end_step's). A
+    // worker's reports keep their order (a heartbeat, then the lease's
+    // end): what the inbox holds goes first.
+    {
+        std::unique_lock lock(mu, std::try_to_lock);
+        if (lock) {
+            take_inbox();
+            remote_ends.push_back(std::move(end));
+            serve_ends(clock->now());
+            return end_step(lock);
+        }
+    }
+    {
+        std::lock_guard lock(inbox_mu);
+        remote_inbox.push_back(std::move(end));
+        inbox_filled.store(true, std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::unique_lock lock(mu, std::try_to_lock);
+    if (lock) end_step(lock);
+}
+
+void SchedulerCore::State::take_inbox() {
     if (inbox_filled.load(std::memory_order_acquire)) {
         std::lock_guard lock(inbox_mu);
         if (ends.empty()) {
@@ -148,8 +172,20 @@ void SchedulerCore::State::serve_ends(core::Time now) {
             std::move(inbox.begin(), inbox.end(), std::back_inserter(ends));
             inbox.clear();
         }
+        if (remote_ends.empty()) {
+            remote_ends.swap(remote_inbox);
+        } else {
+            std::move(remote_inbox.begin(), remote_inbox.end(), std::back_inserter(remote_ends));
+            remote_inbox.clear();
+        }
         inbox_filled.store(false, std::memory_order_relaxed);
     }
+}
+
+void SchedulerCore::State::serve_ends(core::Time now) {
+    take_inbox();
+    for (RemoteEnd& end : remote_ends) serve_remote(end, now);
+    remote_ends.clear();
     for (AttemptEnd& end : ends) {
         Attempt& a = *end.attempt;
         const bool live = engine.complete(a.lease, to_outcome(end.output), now);
@@ -173,6 +209,29 @@ void SchedulerCore::State::serve_ends(core::Time now) {
     ends.clear();
     apply(now);
     check_drained();
+}
+
+// A remote report: the lease must be live and the worker's (the engine
+// checks both and counts the rest late).
+void SchedulerCore::State::serve_remote(RemoteEnd& end, core::Time now) {
+    switch (end.kind) {
+        case RemoteEnd::Kind::Heartbeat: engine.heartbeat(end.lease, now, end.worker); return;
+        case RemoteEnd::Kind::Nack:
+            if (engine.nack(end.lease, end.reason, now, end.worker)) break;
+            return;
+        case RemoteEnd::Kind::Ended:
+            if (engine.complete(end.lease, to_outcome(end.output), now, end.worker)) break;
+            return;
+    }
+    auto it = remote_leases.find(end.lease.value);
+    if (it == remote_leases.end()) return;
+    Attempt& a = *it->second;
+    if (end.kind == RemoteEnd::Kind::Ended) {
+        a.record->output = std::move(end.output.value);
+        a.record->encoded_output = std::move(end.output.encoded);
+    }
+    if (a.record->live == it->second) a.record->live.reset();
+    remote_leases.erase(it);
 }
 
 void SchedulerCore::State::deliver(std::vector<Deferred>& work, store::Sequence step_seq) {
@@ -231,6 +290,7 @@ void SchedulerCore::State::apply(core::Time now) {
 void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system_clock::time_point) {
     TaskRecord* record = from_user(d.user);
     PoolRuntime& pool = pools[d.pool];
+    if (d.worker) return dispatch_remote(d, *record, pool);
     auto attempt = std::make_shared<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));
     attempt->lease = d.lease;
@@ -312,6 +372,7 @@ void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_cl
     TaskRecord* record = from_user(a.user);
     if (!record->live || record->live->lease != a.lease) return;
     std::shared_ptr<Attempt> owner = std::move(record->live);
+    if (owner->worker) return abort_remote(a, std::move(owner));
     Attempt* found = owner.get();
     if (debug_logging)
         log([task = a.task, lease = a.lease, reason = a.reason] {
@@ -508,6 +569,7 @@ void SchedulerCore::State::check_drained() {
         if (durable ? !engine.is_handed_over() : engine.live_tasks() != 0) return;
         if (running_attempts.next != &running_attempts) return arm_abandon();
         finished = true;
+        shutdown_sessions();
         armed.reset();
         timer->disarm();
         abandon_timer->disarm();

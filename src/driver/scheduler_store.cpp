@@ -26,19 +26,26 @@ std::optional<store::WallTime> wall_of(std::optional<core::Time> t, core::Time n
 // ---- writing (mutex held unless said) ---------------------------------------------------
 
 // Off the mutex: the codec is the application's code.
+// With a store, or for a remote pool (whose leases carry these bytes): both
+// use codec<P>, so one encoding serves both.
 SubmitResult<Encoded> SchedulerCore::State::encode(const TaskRequest& r) const {
     Encoded e;
-    e.wall = clock->system_now();
+    const PoolRuntime* remote = remote_pool_of(r);
+    if (durable) e.wall = clock->system_now();
     try {
-        e.payload = durable->codec.encode_payload(r.payload.get());
+        e.payload = durable ? durable->codec.encode_payload(r.payload.get()) : remote->def.codec.encode_payload(r.payload.get());
     } catch (const std::exception& ex) {
         return {SubmitError::Invalid, std::string("payload: the codec cannot encode it: ") + ex.what()};
     }
-    if (e.payload.size() > durable->max_value_bytes)
+    if (durable && e.payload.size() > durable->max_value_bytes)
         return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
                                           " bytes encoded, more than the store accepts (" +
                                           std::to_string(durable->max_value_bytes) + ")"};
-    e.options = encode_options(r, e.wall);
+    if (const std::size_t limit = payload_limit.load(std::memory_order_relaxed); remote && e.payload.size() > limit)
+        return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
+                                          " bytes encoded, more than the worker server accepts (" +
+                                          std::to_string(limit) + ")"};
+    if (durable) e.options = encode_options(r, e.wall);
     return e;
 }
 
@@ -243,6 +250,10 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
             }
         }
         auto record = make_record(spec.pool, std::move(r), wall);
+        if (pools[spec.pool].def.engine.remote) {  // the same codec<P> bytes its leases carry
+            record->remote_payload = row.payload;
+            record->remote_encoded = true;
+        }
         if (record->options) relative_to_submission(*record->options, row.submitted_at);  // for a retry
         record->assign_id(row.id);
         record->set_status(row.status);

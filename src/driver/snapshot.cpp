@@ -43,6 +43,7 @@ nlohmann::json Snapshot::to_json() const {
             {"priority_adherence", optional_number(p.priority_adherence)},
             {"fixed_start_hit_rate", optional_number(p.fixed_start_hit_rate)},
         });
+        if (p.remote_workers) out["pools"].back()["remote_workers"] = *p.remote_workers;
     }
     if (store) {
         out["store"] = {

@@ -77,6 +77,8 @@ std::string encode_options(const TaskRequest& r, Wall wall) {
         for (const auto& u : r.resources) uses.push_back({{"name", u.name}, {"amount", u.amount}});
         j["resources"] = std::move(uses);
     }
+    // Optional, so that rows written before labels existed read the same.
+    if (!r.labels.empty()) j["labels"] = r.labels;
     return j.dump();
 }
 
@@ -119,6 +121,7 @@ TaskRequest decode_options(std::string_view text) {
     if (j.contains("resources"))
         for (const json& u : j.at("resources"))
             r.resources.push_back({u.at("name").get<std::string>(), u.at("amount").get<std::uint32_t>()});
+    if (j.contains("labels")) r.labels = j.at("labels").get<std::vector<std::pair<std::string, std::string>>>();
     return r;
 }
 

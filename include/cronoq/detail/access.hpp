@@ -27,6 +27,12 @@ struct Access {
     static auto take(T&& t) {
         return std::move(t.state_);
     }
+    /// The `detail::SchedulerCore` behind a `Scheduler<P, O>` (a
+    /// `std::shared_ptr`), e.g. for its `remote_host()`.
+    template <class T>
+    static auto core(const T& scheduler) {
+        return scheduler.owner_->core;
+    }
 };
 
 }  // namespace cronoq::detail

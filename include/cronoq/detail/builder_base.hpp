@@ -21,36 +21,10 @@
 #include <vector>
 
 namespace cronoq {
-// <cronoq/codec.hpp>, which every store header includes: a scheduler needs
-// codecs only when it is opened on a store.
-template <class T>
-struct codec;
-template <class T>
-struct require_codec;
 class Store;
 }  // namespace cronoq
 
 namespace cronoq::detail {
-
-/// `codec<P>` and `codec<O>` behind type erasure; fails to compile, naming
-/// the missing codec, when one of them has none.
-template <class P, class O>
-ErasedCodec erase_codec() {
-    static_assert(require_codec<P>::value);
-    ErasedCodec c;
-    c.encode_payload = [](const void* p) { return std::string(codec<P>::encode(*static_cast<const P*>(p))); };
-    c.decode_payload = [](std::string_view bytes) -> std::shared_ptr<const void> {
-        return std::make_shared<const P>(codec<P>::decode(bytes));
-    };
-    if constexpr (!std::is_void_v<O>) {
-        static_assert(require_codec<O>::value);
-        c.encode_output = [](const void* o) { return std::string(codec<O>::encode(*static_cast<const O*>(o))); };
-        c.decode_output = [](std::string_view bytes) -> std::shared_ptr<const void> {
-            return std::make_shared<const O>(codec<O>::decode(bytes));
-        };
-    }
-    return c;
-}
 
 template <class Self, class P, class O>
 class BuilderBase {

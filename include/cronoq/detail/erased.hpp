@@ -16,16 +16,57 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
+namespace cronoq {
+// <cronoq/codec.hpp>, which every store header includes: a scheduler needs
+// codecs only on a store or for a remote pool, whose users include it.
+template <class T>
+struct codec;
+template <class T>
+struct require_codec;
+}  // namespace cronoq
+
 namespace cronoq::detail {
+
+/// `codec<P>` and `codec<O>` behind type erasure: how payloads and outputs
+/// cross a store, or reach remote workers and come back. Empty functions
+/// where neither applies (and for a `void` output).
+struct ErasedCodec {
+    std::function<std::string(const void*)> encode_payload;
+    std::function<std::shared_ptr<const void>(std::string_view)> decode_payload;
+    std::function<std::string(const void*)> encode_output;
+    std::function<std::shared_ptr<const void>(std::string_view)> decode_output;
+};
+
+/// `codec<P>` and `codec<O>` behind type erasure; fails to compile, naming
+/// the missing codec, when one of them has none.
+template <class P, class O>
+ErasedCodec erase_codec() {
+    static_assert(require_codec<P>::value);
+    ErasedCodec c;
+    c.encode_payload = [](const void* p) { return std::string(codec<P>::encode(*static_cast<const P*>(p))); };
+    c.decode_payload = [](std::string_view bytes) -> std::shared_ptr<const void> {
+        return std::make_shared<const P>(codec<P>::decode(bytes));
+    };
+    if constexpr (!std::is_void_v<O>) {
+        static_assert(require_codec<O>::value);
+        c.encode_output = [](const void* o) { return std::string(codec<O>::encode(*static_cast<const O*>(o))); };
+        c.decode_output = [](std::string_view bytes) -> std::shared_ptr<const void> {
+            return std::make_shared<const O>(codec<O>::decode(bytes));
+        };
+    }
+    return c;
+}
+
 
 /// What one attempt produced: an output (null for `void`) or an error.
 struct AttemptOutput {
     std::shared_ptr<const void> value;
     std::optional<TaskError> error;
-    std::string encoded;  ///< with a store: `value` through codec<O>
+    std::string encoded;  ///< with a store: `value` through codec<O> (a remote worker's bytes as they came)
 };
 
 template <class O>
@@ -46,7 +87,13 @@ struct PoolDefinition {
     core::PoolConfig engine;  ///< name, initial capacity, retry, timeouts
     std::size_t min_workers = 1;
     std::size_t max_workers = 1;
-    ErasedExecutor executor;
+    ErasedExecutor executor;  ///< empty for a remote pool
+    /// Whether `workers(...)` was called: a remote pool's capacity is
+    /// capped by its max only then.
+    bool workers_given = false;
+    /// A remote pool's (`Pool::remote`): payloads go out and outputs come
+    /// back through it.
+    ErasedCodec codec;
     std::optional<asio::any_io_executor> run_on;
     /// The user's autoscaling policy (`Pool::scaler`, with
     /// `engine.user_scaler`), called by the driver when the engine asks.

@@ -31,19 +31,11 @@ class Store;
 namespace cronoq::detail {
 
 class EventQueue;
+class RemoteHost;
 
 /// The most threads a scheduler starts for one purpose (the io_context
 /// threads of a BlockingScheduler, the blocking pool).
 inline constexpr std::size_t max_threads = 1024;
-
-/// `codec<P>` and `codec<O>` behind type erasure: how payloads and outputs
-/// cross a store. Empty functions without a store (and for a `void` output).
-struct ErasedCodec {
-    std::function<std::string(const void*)> encode_payload;
-    std::function<std::shared_ptr<const void>(std::string_view)> decode_payload;
-    std::function<std::string(const void*)> encode_output;
-    std::function<std::shared_ptr<const void>(std::string_view)> decode_output;
-};
 
 struct SchedulerOptions {
     core::EngineConfig engine;
@@ -114,6 +106,13 @@ public:
     /// How often the engine's lock was taken so far (a cost figure).
     std::uint64_t lock_acquisitions() const;
     Snapshot snapshot() const;
+    /// The scheduler as a worker server sees it (SPEC §15,
+    /// <cronoq/detail/remote_host.hpp>): one object per scheduler, made on
+    /// first use, thread-safe. It holds the scheduler weakly: once the
+    /// scheduler is gone, `connect` refuses (ShuttingDown) and the other
+    /// calls do nothing. From a typed `Scheduler<P, O>`:
+    /// `detail::Access::core(scheduler)->remote_host()`.
+    std::shared_ptr<RemoteHost> remote_host();
 
     struct State;  // defined in src/driver/scheduler_core.cpp
 

@@ -36,6 +36,8 @@ struct TaskRequest {
     MissPolicy on_miss = MissPolicy::RunLate;
     std::vector<Dep> depends_on;
     std::vector<core::ResourceUse> resources;
+    /// Remote pools: a worker must be registered with each (name, value).
+    std::vector<std::pair<std::string, std::string>> labels;
 };
 
 struct RecurringRequest {
