@@ -340,6 +340,24 @@ TEST(RemotePool, SilentWorkerLosesItsLeaseAndTimeoutsAbort) {
     EXPECT_EQ(h.engine.counters(pool).timed_out, 1u);
 }
 
+TEST(RemotePool, ResourcesApplyAsForLocalPools) {
+    EngineConfig config;
+    config.resources.push_back(Resource::semaphore("db", 1));
+    RemoteHarness h(config);
+    const PoolId pool = h.add_pool(remote_pool());
+    const WorkerId w = h.connect(pool, 2, {}, t0);
+    TaskSpec needs_db = task(pool);
+    needs_db.resources.push_back({"db", 1});
+    const TaskId a = h.submit(needs_db, t0);
+    const TaskId b = h.submit(needs_db, t0 + 1s);
+    EXPECT_EQ(h.engine.status(b), TaskStatus::Ready) << "parked on the semaphore, not on a worker";
+    const TaskId c = h.submit(task(pool), t0 + 2s);
+    EXPECT_EQ(h.only_dispatch().task, c) << "b holds no worker slot while it waits";
+    EXPECT_TRUE(h.complete_from(w, h.lease_of(a), Outcome::success(), t0 + 3s));
+    EXPECT_EQ(h.only_dispatch().task, b);
+    EXPECT_EQ(h.only_dispatch().worker, w);
+}
+
 // Random calls over a remote pool: whatever workers do (connect, change
 // slots, nack, report, vanish), every lease goes to a connected worker
 // whose labels cover the task's, and every task ends exactly once.
