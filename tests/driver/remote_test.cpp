@@ -338,7 +338,8 @@ TEST(RemoteDriver, AutoscaleOnARemotePoolIsAConfigError) {
 }
 
 // Several worker threads report at once (the TSan run covers this): each
-// task completes once, with its own output.
+// task completes once, with its own output. The first worker nacks every
+// fifth task it gets; the others take those.
 TEST(RemoteDriver, ManyThreadsReportAtOnce) {
     asio::io_context io;
     auto sched = Sched::builder().pool(Pool<std::string, int>("remote").remote()).build(io.get_executor());
@@ -352,12 +353,17 @@ TEST(RemoteDriver, ManyThreadsReportAtOnce) {
         grants.push_back(std::get<WorkerGrant>(r));
     }
     std::atomic<bool> stop{false};
-    std::atomic<int> reported{0};
+    std::atomic<int> reported{0}, nacked{0};
     std::vector<std::thread> threads;
     for (int i = 0; i < workers; ++i)
         threads.emplace_back([&, i] {
             while (auto lease = sessions[i]->take(stop)) {
                 host->report(grants[i].id, RemoteReport{lease->lease, RemoteReport::Heartbeat{}});
+                if (i == 0 && lease->task.value % 5 == 0) {
+                    host->report(grants[i].id, RemoteReport{lease->lease, RemoteReport::Nack{"not here"}});
+                    ++nacked;
+                    continue;
+                }
                 host->report(grants[i].id, RemoteReport{lease->lease, RemoteReport::Complete{lease->payload}});
                 if (reported.fetch_add(1) + 1 == tasks) {
                     stop = true;
@@ -374,6 +380,8 @@ TEST(RemoteDriver, ManyThreadsReportAtOnce) {
     }
     EXPECT_EQ(sched.counters("remote")->succeeded, static_cast<std::uint64_t>(tasks));
     EXPECT_EQ(detail::Access::core(sched)->late_reports(), 0u);
+    EXPECT_GT(nacked.load(), 0);
+    for (const auto& lease : sessions[0]->leases()) EXPECT_EQ(lease.attempt, 1u) << "a nack counts no attempt";
 }
 
 }  // namespace
