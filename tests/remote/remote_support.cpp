@@ -142,17 +142,31 @@ TestCertificates::TestCertificates(const std::filesystem::path& dir) {
 // ---- Child -----------------------------------------------------------------------------
 
 Child::Child(std::vector<std::string> args) {
+    args.insert(args.begin(), {"/proc/self/exe", "--child"});
+    spawn("/proc/self/exe", std::move(args), {});
+}
+
+Child::Child(const std::string& program, std::vector<std::string> args, const std::vector<std::string>& env) {
+    args.insert(args.begin(), program);
+    spawn(program, std::move(args), env);
+}
+
+void Child::spawn(const std::string& program, std::vector<std::string> args, const std::vector<std::string>& env) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     // dup2 onto stdout clears O_CLOEXEC there: the child inherits the write end.
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    args.insert(args.begin(), {"/proc/self/exe", "--child"});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+    std::vector<std::string> env_strings(env);
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    for (char** e = environ; *e; ++e) envp.push_back(*e);
+    envp.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     read_fd_ = fds[0];

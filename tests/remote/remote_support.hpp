@@ -98,6 +98,8 @@ struct TestCertificates {
 class Child {
 public:
     explicit Child(std::vector<std::string> args);
+    /// Another program, with `env` ("NAME=value") added to this one's.
+    Child(const std::string& program, std::vector<std::string> args, const std::vector<std::string>& env);
     ~Child();  // SIGKILLs and reaps a child still running
     Child(const Child&) = delete;
     Child& operator=(const Child&) = delete;
@@ -112,6 +114,8 @@ public:
     int wait();
 
 private:
+    void spawn(const std::string& program, std::vector<std::string> argv, const std::vector<std::string>& env);
+
     pid_t pid_ = -1;
     int read_fd_ = -1;
     std::string buffer_;
