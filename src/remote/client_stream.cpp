@@ -43,11 +43,12 @@ class ClientStreamImpl final : public ClientStream, public grpc::ClientBidiReact
 public:
     explicit ClientStreamImpl(OnEvent on_event) : on_event_(std::move(on_event)) {}
 
-    void begin(std::shared_ptr<ClientStreamImpl> self, WorkerChannel& channel, const std::string& token,
-               RegisterMessage registration) {
+    void begin(std::shared_ptr<ClientStreamImpl> self, std::shared_ptr<WorkerChannel> channel,
+               const std::string& token, RegisterMessage registration) {
         self_ = std::move(self);
+        channel_ = std::move(channel);  // the call needs it until its end
         if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
-        channel.stub().async()->Work(&context_, this);
+        channel_->stub().async()->Work(&context_, this);
         // Held until the read side ends and no write is in flight, so that
         // OnDone (which ends this object) never races a send.
         AddHold();
@@ -77,6 +78,8 @@ public:
         }
         if (start) start_next();
     }
+
+    void cancel() override { context_.TryCancel(); }
 
     void OnWriteDone(bool ok) override {
         bool start = false;
@@ -161,6 +164,7 @@ private:
 
     OnEvent on_event_;
     std::shared_ptr<ClientStreamImpl> self_;  // alive until OnDone
+    std::shared_ptr<WorkerChannel> channel_;
     grpc::ClientContext context_;
     v1::ServerMessage in_;
 
@@ -199,7 +203,7 @@ std::shared_ptr<WorkerChannel> make_channel(const std::string& target, const std
 std::shared_ptr<ClientStream> ClientStream::open(const std::shared_ptr<WorkerChannel>& channel, const std::string& token,
                                                  RegisterMessage registration, OnEvent on_event) {
     auto stream = std::make_shared<ClientStreamImpl>(std::move(on_event));
-    stream->begin(stream, *channel, token, std::move(registration));
+    stream->begin(stream, channel, token, std::move(registration));
     return stream;
 }
 

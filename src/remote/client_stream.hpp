@@ -43,6 +43,8 @@ public:
     /// Closes the worker's side after the queued messages: the server ends
     /// the stream, and its leases fail as retryable.
     virtual void close() = 0;
+    /// Ends the stream at once (the server sees it cancelled).
+    virtual void cancel() = 0;
 };
 
 }  // namespace cronoq::detail

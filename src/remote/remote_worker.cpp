@@ -62,6 +62,12 @@ public:
     Worker(RemoteWorkerOptions options, Handler handler)
         : options_(std::move(options)), handler_(std::move(handler)), channel_(make_channel(options_.target, options_.tls)) {}
 
+    // Only when run() cannot go on (its io_context destroyed mid-stream):
+    // a stream left open would hold the worker's leases on the server.
+    ~Worker() override {
+        if (stream_) stream_->cancel();
+    }
+
     asio::awaitable<void> run() override {
         auto self = shared_from_this();
         handler_executor_ = co_await asio::this_coro::executor;
