@@ -53,6 +53,12 @@ struct StreamEnd {
     bool fatal() const { return code == 16 || code == 5 || code == 9; }
 };
 
+/// `now + d`, saturated (a drain timeout or TTL may be "forever").
+Clock::time_point after(Clock::time_point now, std::chrono::nanoseconds d) {
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::time_point::max() - now);
+    return d >= left ? Clock::time_point::max() : now + std::chrono::duration_cast<Clock::duration>(d);
+}
+
 RemoteReport report_of(LeaseId lease, RemoteOutcome outcome) {
     return std::visit([&](auto&& what) { return RemoteReport{lease, std::move(what)}; }, std::move(outcome));
 }
@@ -155,7 +161,7 @@ private:
             }
             if (end.registered) backoff = options_.initial_backoff;
             if (co_await pause(backoff)) break;
-            backoff = std::min(backoff * 2, std::max(options_.max_backoff, options_.initial_backoff));
+            backoff = backoff >= options_.max_backoff / 2 ? options_.max_backoff : backoff * 2;
         }
         // Handlers of lost streams were cancelled; run() returns after them.
         while (handlers_alive_ > 0) {
@@ -167,7 +173,7 @@ private:
 
     /// Waits `delay`; true when stop() came first.
     asio::awaitable<bool> pause(std::chrono::nanoseconds delay) {
-        const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(delay);
+        const auto until = after(Clock::now(), delay);
         for (;;) {
             auto event = co_await next_event(until);
             if (!event) co_return false;
@@ -207,7 +213,7 @@ private:
                 }
                 if (now >= next_heartbeat) {
                     for (const auto& [lease, state] : running_) stream_->send(RemoteReport{lease, RemoteReport::Heartbeat{}});
-                    next_heartbeat = now + std::chrono::duration_cast<Clock::duration>(ttl / 3);
+                    next_heartbeat = after(now, ttl / 3);
                 }
                 continue;
             }
@@ -223,7 +229,7 @@ private:
             } else if (std::holds_alternative<StopRequested>(*event)) {
                 stopping = true;
                 if (end.registered) stream_->send(WorkerSlots{0});
-                drain_deadline = now + std::chrono::duration_cast<Clock::duration>(options_.drain_timeout);
+                drain_deadline = after(now, options_.drain_timeout);
                 close_if_drained();
             } else if (auto* from = std::get_if<FromStream>(&*event); from && from->connection == connection) {
                 auto& e = from->event;
@@ -231,7 +237,7 @@ private:
                     end.registered = true;
                     ttl = std::max(reg->lease_ttl, std::chrono::nanoseconds(std::chrono::milliseconds(3)));
                     granted_ = reg->slots;
-                    next_heartbeat = now + std::chrono::duration_cast<Clock::duration>(ttl / 3);
+                    next_heartbeat = after(now, ttl / 3);
                 } else if (auto* lease = std::get_if<RemoteLeaseOut>(&e)) {
                     if (stopping || running_.size() >= granted_.load(std::memory_order_relaxed)) {
                         // More than granted (or after stop()): give it back unrun.
