@@ -21,6 +21,12 @@ namespace cronoq::test {
 std::variant<detail::WorkerGrant, detail::ConnectRefused> RecordingHost::connect(
     detail::WorkerRegistration registration, std::shared_ptr<detail::RemoteSession> session) {
     std::lock_guard lock(mu_);
+    attempts.push_back(std::chrono::steady_clock::now());
+    changed_.notify_all();
+    if (refuse && pools.count(registration.pool))
+        return detail::ConnectRefused{*refuse, *refuse == detail::ConnectRefused::Kind::NotRemote
+                                                   ? "pool \"" + registration.pool + "\" runs local executors"
+                                                   : "the scheduler is shutting down"};
     if (!pools.count(registration.pool))
         return detail::ConnectRefused{detail::ConnectRefused::Kind::UnknownPool,
                                       "no pool named \"" + registration.pool + "\""};

@@ -35,6 +35,9 @@ public:
     std::set<std::string> pools{"work"};
     std::size_t max_slots = 64;
     std::chrono::nanoseconds lease_ttl = std::chrono::seconds(30);
+    /// Refuse every registration of a known pool this way (a scheduler
+    /// shutting down, a pool that is not remote).
+    std::optional<detail::ConnectRefused::Kind> refuse;
 
     std::variant<detail::WorkerGrant, detail::ConnectRefused> connect(
         detail::WorkerRegistration registration, std::shared_ptr<detail::RemoteSession> session) override;
@@ -49,6 +52,7 @@ public:
     // Read under `lock()` or after a `wait` that saw them.
     std::unique_lock<std::mutex> lock() { return std::unique_lock(mu_); }
     std::vector<Connected> connected;
+    std::vector<std::chrono::steady_clock::time_point> attempts;  // every connect call
     std::vector<std::pair<detail::WorkerId, detail::RemoteReport>> reports;
     std::vector<std::pair<detail::WorkerId, std::size_t>> slot_requests;
     std::vector<detail::WorkerId> disconnected;

@@ -12,6 +12,7 @@ namespace cronoq::test {
 namespace {
 
 using R = detail::RemoteReport;
+using namespace std::chrono_literals;
 
 struct Served {
     std::shared_ptr<RecordingHost> host = std::make_shared<RecordingHost>();
@@ -149,6 +150,32 @@ TEST(WorkerFlow, AWorkerWhoseStreamDropsReconnects) {
     ASSERT_TRUE(s->wait_connected(2));
     s->host->send_lease(1, 2, "echo:back");
     ASSERT_TRUE(host->wait([&] { return host->end_report(LeaseId{2}).has_value(); }));
+}
+
+TEST(WorkerFlow, AnUnavailableSchedulerIsRetriedWithExponentialBackoff) {
+    auto host = std::make_shared<RecordingHost>();
+    host->refuse = detail::ConnectRefused::Kind::ShuttingDown;  // UNAVAILABLE: worth retrying
+    Served s({}, host);
+    Child worker(worker_args(s.target(), {"backoff_ms=40"}));  // 40 ms doubling to 320 ms
+    ASSERT_TRUE(host->wait([&] { return host->attempts.size() >= 6; }));
+    auto lock = host->lock();
+    // Each retry waits at least its backoff after the refusal, which the
+    // host's record precedes (lower bounds only: the machine may be slow).
+    const std::vector<std::chrono::milliseconds> backoff{40ms, 80ms, 160ms, 320ms, 320ms};
+    for (std::size_t i = 0; i < backoff.size(); ++i)
+        EXPECT_GE(host->attempts[i + 1] - host->attempts[i], backoff[i]) << "retry " << i + 1;
+    EXPECT_TRUE(host->connected.empty());
+}
+
+TEST(WorkerFlow, APoolThatIsNotRemoteEndsTheWorker) {
+    auto host = std::make_shared<RecordingHost>();
+    host->refuse = detail::ConnectRefused::Kind::NotRemote;
+    Served s({}, host);
+    Child worker(worker_args(s.target()));
+    const auto line = worker.read_until("E ");
+    ASSERT_TRUE(line);
+    EXPECT_EQ(*line, "E 9 FAILED_PRECONDITION: cronoq: pool \"work\" runs local executors");
+    EXPECT_EQ(worker.wait(), 1);
 }
 
 TEST(WorkerFlow, ShutdownNotLeaderReconnectsAtOnce) {
