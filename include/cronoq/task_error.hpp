@@ -31,6 +31,16 @@ public:
     }
     static TaskError permanent(std::string message) { return {Kind::Permanent, std::move(message), std::nullopt}; }
     static TaskError cancelled() { return {Kind::Cancelled, "cancelled", std::nullopt}; }
+    /// Gives the attempt back unrun (SPEC §15): from a `RemoteWorker`'s
+    /// handler, a `nack`: the lease goes to another worker of the pool
+    /// without counting an attempt. Elsewhere (a local executor, which has
+    /// no other worker to hand it to) it is a retryable failure, which is
+    /// why its kind is `Retryable`; `rejected()` tells it apart.
+    static TaskError reject(std::string reason) {
+        TaskError e{Kind::Retryable, std::move(reason), std::nullopt};
+        e.rejected_ = true;
+        return e;
+    }
     /// Retryable, with the exception's message.
     static TaskError from_err(const std::exception& e) { return retryable(e.what()); }
     /// Retryable, with the error code's message.
@@ -39,6 +49,8 @@ public:
     Kind kind() const { return kind_; }
     const std::string& message() const { return message_; }
     std::optional<std::chrono::nanoseconds> retry_after() const { return retry_after_; }
+    /// Made by `reject`.
+    bool rejected() const { return rejected_; }
 
 private:
     TaskError(Kind kind, std::string message, std::optional<std::chrono::nanoseconds> after)
@@ -47,6 +59,7 @@ private:
     Kind kind_;
     std::string message_;
     std::optional<std::chrono::nanoseconds> retry_after_;
+    bool rejected_ = false;
 };
 
 }  // namespace cronoq

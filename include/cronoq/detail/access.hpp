@@ -3,7 +3,8 @@
 // Recurring, Pool, Scheduler, TaskHandle, BlockingHandle, TaskContext,
 // CancellationToken, CancellationRegistration, EventStream): they befriend
 // `Access` instead of exposing their detail state, or a constructor from
-// it, to users. `state` and `take` read a member named `state_`.
+// it, to users. `state` and `take` read a member named `state_`;
+// `remote_host` reaches a Scheduler's core.
 #include <type_traits>
 #include <utility>
 
@@ -32,6 +33,12 @@ struct Access {
     template <class T>
     static auto core(const T& scheduler) {
         return scheduler.owner_->core;
+    }
+    /// The `detail::RemoteHost` of a `Scheduler` (its core's remote pools),
+    /// for `WorkerServer::start`.
+    template <class S>
+    static auto remote_host(S& scheduler) {
+        return scheduler.owner_->core->remote_host();
     }
 };
 

@@ -1,0 +1,77 @@
+#pragma once
+// WorkerServer: the gRPC endpoint remote workers connect to, served next to
+// a Scheduler (SPEC §15). Part of the `cronoq::grpc` component; this header
+// includes no gRPC (the server lives behind a pointer).
+#include <cronoq/detail/access.hpp>
+#include <cronoq/detail/remote_host.hpp>
+#include <cronoq/remote/tls_files.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cronoq {
+
+template <class P, class O>
+class Scheduler;
+
+struct WorkerServerConfig {
+    /// host:port to listen on; port 0 picks a free port (see `port()`).
+    std::string listen = "127.0.0.1:7070";
+    /// Accepted bearer tokens (metadata `authorization: Bearer <token>`);
+    /// empty: no token is accepted (only verified client certificates).
+    std::vector<std::string> tokens;
+    /// The server's certificate and key, and the client CA for mTLS;
+    /// empty: plaintext (loopback and trusted networks only).
+    std::optional<TlsFiles> tls;
+    /// The largest message received or sent; a larger incoming message
+    /// ends its stream with RESOURCE_EXHAUSTED, and a payload that would
+    /// not fit in a lease is `SubmitError::Invalid` at submit.
+    std::size_t max_message_bytes = 4 << 20;
+};
+
+/// Serves `cronoq.v1.Workers/Work` for one scheduler's remote pools:
+/// checks each worker's credentials and protocol version, registers it with
+/// the scheduler, writes its leases, aborts and shutdown in order, and turns
+/// what it sends into reports. Refusals: a missing or unknown token
+/// `UNAUTHENTICATED`, an unknown pool `NOT_FOUND`, a pool that is not
+/// remote or another protocol version `FAILED_PRECONDITION`, a scheduler
+/// shutting down `UNAVAILABLE`, each with a message naming the cause.
+///
+/// Move-only. `stop()` (also run by the destructor) sends
+/// `shutdown{"server stopping"}` to every worker, ends the streams (their
+/// in-flight leases fail as retryable) and releases the port.
+class WorkerServer {
+public:
+    /// Starts serving `scheduler`'s remote pools on `config.listen`.
+    /// Throws `std::runtime_error` when the address cannot be bound or a
+    /// TLS file cannot be read.
+    template <class P, class O>
+    static WorkerServer start(Scheduler<P, O>& scheduler, WorkerServerConfig config) {
+        return start_for_host(detail::Access::remote_host(scheduler), std::move(config));
+    }
+
+    /// The same over any `detail::RemoteHost` (what `start` forwards to):
+    /// a detail-level entry point for tests of the server and for hosts
+    /// other than `Scheduler`. The server keeps `host` until `stop()`.
+    static WorkerServer start_for_host(std::shared_ptr<detail::RemoteHost> host, WorkerServerConfig config);
+
+    WorkerServer(WorkerServer&&) noexcept;
+    WorkerServer& operator=(WorkerServer&&) noexcept;
+    ~WorkerServer();
+
+    /// The bound port (the one picked when `listen` asked for port 0).
+    std::uint16_t port() const;
+    /// Idempotent; waits until every stream has ended.
+    void stop();
+
+private:
+    struct Impl;
+    explicit WorkerServer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cronoq

@@ -1,0 +1,210 @@
+// The C++ worker's stream: gRPC's callback client, one write in flight at a
+// time, events handed to the worker in order.
+#include "client_stream.hpp"
+
+#include "wire.hpp"
+
+#include <cronoq/remote/remote_worker_error.hpp>
+
+#include "cronoq/v1/workers.grpc.pb.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace cronoq::detail {
+
+class WorkerChannel {
+public:
+    explicit WorkerChannel(std::shared_ptr<grpc::Channel> channel)
+        : channel_(std::move(channel)), stub_(v1::Workers::NewStub(channel_)) {}
+    v1::Workers::Stub& stub() { return *stub_; }
+
+private:
+    std::shared_ptr<grpc::Channel> channel_;
+    std::unique_ptr<v1::Workers::Stub> stub_;
+};
+
+namespace {
+
+std::string read_pem(const std::filesystem::path& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw RemoteWorkerError(3, std::string("cronoq: cannot read the TLS ") + what + " " + path.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+class ClientStreamImpl final : public ClientStream, public grpc::ClientBidiReactor<v1::WorkerMessage, v1::ServerMessage> {
+public:
+    explicit ClientStreamImpl(OnEvent on_event) : on_event_(std::move(on_event)) {}
+
+    void begin(std::shared_ptr<ClientStreamImpl> self, std::shared_ptr<WorkerChannel> channel,
+               const std::string& token, RegisterMessage registration) {
+        self_ = std::move(self);
+        channel_ = std::move(channel);  // the call needs it until its end
+        if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
+        channel_->stub().async()->Work(&context_, this);
+        // Held until the read side ends and no write is in flight, so that
+        // OnDone (which ends this object) never races a send.
+        AddHold();
+        send(std::move(registration));
+        StartRead(&in_);
+        StartCall();
+    }
+
+    void send(WorkerSend message) override {
+        bool start = false;
+        {
+            std::lock_guard lock(mu_);
+            if (read_closed_ || writes_done_wanted_) return;
+            out_.push_back(wire::to_message(message));
+            start = take_next_locked();
+        }
+        if (start) start_next();
+    }
+
+    void close() override {
+        bool start = false;
+        {
+            std::lock_guard lock(mu_);
+            if (writes_done_wanted_) return;
+            writes_done_wanted_ = true;
+            start = take_next_locked();
+        }
+        if (start) start_next();
+    }
+
+    void cancel() override { context_.TryCancel(); }
+
+    void OnWriteDone(bool ok) override {
+        bool start = false;
+        {
+            std::lock_guard lock(mu_);
+            out_.pop_front();
+            writing_ = false;
+            if (!ok) out_.clear();  // the stream ended: the read side reports it
+            start = take_next_locked();
+        }
+        if (start) start_next();
+    }
+
+    void OnWritesDoneDone(bool) override {
+        bool start = false;
+        {
+            std::lock_guard lock(mu_);
+            writing_ = false;
+            start = take_next_locked();
+        }
+        if (start) start_next();
+    }
+
+    void OnReadDone(bool ok) override {
+        if (!ok) {
+            bool start = false;
+            {
+                std::lock_guard lock(mu_);
+                read_closed_ = true;
+                start = take_next_locked();
+            }
+            if (start) start_next();
+            return;
+        }
+        if (auto event = wire::to_event(in_)) on_event_(std::move(*event));
+        StartRead(&in_);
+    }
+
+    void OnDone(const grpc::Status& status) override {
+        on_event_(StreamClosed{static_cast<int>(status.error_code()), status.error_message()});
+        auto self = std::move(self_);  // may be the last reference
+    }
+
+private:
+    enum class Action { None, Write, WritesDone, Release };
+
+    /// Decides the next operation (with the lock held); `start_next` runs it.
+    bool take_next_locked() {
+        if (writing_ || released_) return false;
+        if (read_closed_) {
+            next_ = Action::Release;
+            released_ = true;
+            return true;
+        }
+        if (!out_.empty()) {
+            next_ = Action::Write;
+        } else if (writes_done_wanted_ && !writes_done_sent_) {
+            writes_done_sent_ = true;
+            next_ = Action::WritesDone;
+        } else {
+            return false;
+        }
+        writing_ = true;
+        return true;
+    }
+
+    void start_next() {
+        Action action;
+        const v1::WorkerMessage* message = nullptr;
+        {
+            std::lock_guard lock(mu_);
+            action = next_;
+            if (action == Action::Write) message = &out_.front();
+        }
+        switch (action) {
+            case Action::Write: StartWrite(message); break;
+            case Action::WritesDone: StartWritesDone(); break;
+            case Action::Release: RemoveHold(); break;
+            case Action::None: break;
+        }
+    }
+
+    OnEvent on_event_;
+    std::shared_ptr<ClientStreamImpl> self_;  // alive until OnDone
+    std::shared_ptr<WorkerChannel> channel_;
+    grpc::ClientContext context_;
+    v1::ServerMessage in_;
+
+    std::mutex mu_;
+    std::deque<v1::WorkerMessage> out_;  // the front is in flight while writing_
+    Action next_ = Action::None;
+    bool writing_ = false;
+    bool read_closed_ = false;
+    bool writes_done_wanted_ = false;
+    bool writes_done_sent_ = false;
+    bool released_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<WorkerChannel> make_channel(const std::string& target, const std::optional<TlsFiles>& tls) {
+    const ParsedTarget parsed = parse_target(target, tls.has_value());
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    if (parsed.tls) {
+        grpc::SslCredentialsOptions options;
+        if (tls->ca) options.pem_root_certs = read_pem(*tls->ca, "ca");
+        if (!tls->cert.empty() || !tls->key.empty()) {
+            options.pem_cert_chain = read_pem(tls->cert, "cert");
+            options.pem_private_key = read_pem(tls->key, "key");
+        }
+        credentials = grpc::SslCredentials(options);
+    } else {
+        credentials = grpc::InsecureChannelCredentials();
+    }
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);  // the server's max_message_bytes bounds what it sends
+    args.SetMaxSendMessageSize(-1);     // and what it accepts, with a status naming it
+    return std::make_shared<WorkerChannel>(grpc::CreateCustomChannel(parsed.address, credentials, args));
+}
+
+std::shared_ptr<ClientStream> ClientStream::open(const std::shared_ptr<WorkerChannel>& channel, const std::string& token,
+                                                 RegisterMessage registration, OnEvent on_event) {
+    auto stream = std::make_shared<ClientStreamImpl>(std::move(on_event));
+    stream->begin(stream, channel, token, std::move(registration));
+    return stream;
+}
+
+}  // namespace cronoq::detail

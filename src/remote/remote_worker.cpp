@@ -1,0 +1,336 @@
+// RemoteWorkerCore: the C++ worker's connection loop. Everything it keeps
+// lives on one strand; gRPC's threads, handlers and stop() hand it events
+// through a queue, and each wakes the strand's one waiting coroutine.
+#include <cronoq/detail/remote_worker_core.hpp>
+
+#include "client_stream.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+namespace cronoq::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct FromStream {
+    std::uint64_t connection;
+    ServerEvent event;
+};
+struct HandlerDone {
+    std::uint64_t connection;
+    LeaseId lease;
+    RemoteOutcome outcome;
+};
+struct HeartbeatWanted {
+    std::uint64_t connection;
+    LeaseId lease;
+};
+struct StopRequested {};
+using Event = std::variant<FromStream, HandlerDone, HeartbeatWanted, StopRequested>;
+
+/// How one stream ended.
+struct StreamEnd {
+    bool registered = false;
+    bool not_leader = false;
+    int code = 0;
+    std::string message;
+    /// What reconnecting cannot fix: a rejected token, an unknown pool,
+    /// another protocol version or a pool that is not remote.
+    bool fatal() const { return code == 16 || code == 5 || code == 9; }
+};
+
+/// `now + d`, saturated (a drain timeout or TTL may be "forever").
+Clock::time_point after(Clock::time_point now, std::chrono::nanoseconds d) {
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::time_point::max() - now);
+    return d >= left ? Clock::time_point::max() : now + std::chrono::duration_cast<Clock::duration>(d);
+}
+
+RemoteReport report_of(LeaseId lease, RemoteOutcome outcome) {
+    return std::visit([&](auto&& what) { return RemoteReport{lease, std::move(what)}; }, std::move(outcome));
+}
+
+class Worker final : public RemoteWorkerCore, public std::enable_shared_from_this<Worker> {
+public:
+    Worker(RemoteWorkerOptions options, Handler handler)
+        : options_(std::move(options)), handler_(std::move(handler)), channel_(make_channel(options_.target, options_.tls)) {}
+
+    // Only when run() cannot go on (its io_context destroyed mid-stream):
+    // a stream left open would hold the worker's leases on the server.
+    ~Worker() override {
+        if (stream_) stream_->cancel();
+    }
+
+    asio::awaitable<void> run() override {
+        auto self = shared_from_this();
+        handler_executor_ = co_await asio::this_coro::executor;
+        {
+            std::lock_guard lock(mu_);
+            if (strand_) throw std::logic_error("cronoq::RemoteWorker::run: called twice");
+            strand_.emplace(asio::make_strand(handler_executor_));
+            wake_.emplace(*strand_);
+        }
+        auto serving = asio::co_spawn(*strand_, self->serve(), asio::use_awaitable);
+        co_await std::move(serving);
+    }
+
+    void stop() override {
+        {
+            std::lock_guard lock(mu_);
+            if (stop_requested_) return;
+            stop_requested_ = true;
+        }
+        push(StopRequested{});
+    }
+
+    void heartbeat(const RemoteLeaseState& lease) override {
+        push(HeartbeatWanted{lease.connection, lease.lease.lease});
+    }
+
+    std::size_t granted_slots() const override { return granted_.load(std::memory_order_relaxed); }
+
+private:
+    /// From any thread.
+    void push(Event event) {
+        std::lock_guard lock(mu_);
+        events_.push_back(std::move(event));
+        if (!strand_ || wake_pending_) return;  // before run(): it finds the queue
+        wake_pending_ = true;
+        asio::post(*strand_, [self = shared_from_this()] {
+            {
+                std::lock_guard lock(self->mu_);
+                self->wake_pending_ = false;
+            }
+            self->wake_->cancel();
+        });
+    }
+
+    bool stop_requested() {
+        std::lock_guard lock(mu_);
+        return stop_requested_;
+    }
+
+    /// The next event, or none once `until` passed. On the strand; a push
+    /// between the check and the wait cancels the wait (its post runs on
+    /// the strand, after this coroutine suspended).
+    asio::awaitable<std::optional<Event>> next_event(Clock::time_point until) {
+        for (;;) {
+            std::optional<Event> event;
+            {
+                std::lock_guard lock(mu_);
+                if (!events_.empty()) {
+                    event.emplace(std::move(events_.front()));
+                    events_.pop_front();
+                }
+            }
+            if (event) co_return event;
+            if (Clock::now() >= until) co_return std::nullopt;
+            wake_->expires_at(until);
+            std::error_code ec;
+            co_await wake_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+    }
+
+    /// Connects, serves and reconnects until stop() or a refusal for good.
+    asio::awaitable<void> serve() {
+        auto backoff = std::max(options_.initial_backoff, std::chrono::nanoseconds(1));
+        std::optional<StreamEnd> refused;
+        while (!stop_requested()) {
+            const StreamEnd end = co_await serve_stream();
+            if (end.fatal()) {
+                refused = end;
+                break;
+            }
+            if (stop_requested()) break;
+            if (end.not_leader) {
+                backoff = options_.initial_backoff;
+                continue;  // the leader moved: reconnect at once
+            }
+            if (end.registered) backoff = options_.initial_backoff;
+            if (co_await pause(backoff)) break;
+            backoff = backoff >= options_.max_backoff / 2 ? options_.max_backoff : backoff * 2;
+        }
+        // Handlers of lost streams were cancelled; run() returns after them.
+        while (handlers_alive_ > 0) {
+            auto event = co_await next_event(Clock::time_point::max());
+            if (event && std::holds_alternative<HandlerDone>(*event)) --handlers_alive_;
+        }
+        if (refused) throw RemoteWorkerError(refused->code, refused->message);
+    }
+
+    /// Waits `delay`; true when stop() came first.
+    asio::awaitable<bool> pause(std::chrono::nanoseconds delay) {
+        const auto until = after(Clock::now(), delay);
+        for (;;) {
+            auto event = co_await next_event(until);
+            if (!event) co_return false;
+            if (std::holds_alternative<StopRequested>(*event)) co_return true;
+            if (std::holds_alternative<HandlerDone>(*event)) --handlers_alive_;
+        }
+    }
+
+    /// One stream, from register to its end.
+    asio::awaitable<StreamEnd> serve_stream() {
+        const std::uint64_t connection = ++connection_;
+        StreamEnd end;
+        std::chrono::nanoseconds ttl = std::chrono::seconds(30);
+        auto next_heartbeat = Clock::time_point::max();
+        auto drain_deadline = Clock::time_point::max();
+        bool stopping = false;
+        {
+            std::weak_ptr<Worker> weak = shared_from_this();
+            RegisterMessage message{WorkerRegistration{options_.pool, options_.slots, options_.name, options_.labels}};
+            stream_ = ClientStream::open(channel_, options_.token, std::move(message), [weak, connection](ServerEvent e) {
+                if (auto self = weak.lock()) self->push(FromStream{connection, std::move(e)});
+            });
+        }
+        auto close_if_drained = [&] {
+            if (stopping && running_.empty()) stream_->close();
+        };
+        for (;;) {
+            auto event = co_await next_event(std::min(next_heartbeat, drain_deadline));
+            const auto now = Clock::now();
+            if (!event) {
+                if (now >= drain_deadline) {
+                    // The drain ran out: cancel the rest; closing the stream
+                    // fails their leases as retryable on the server.
+                    cancel_running();
+                    stream_->close();
+                    drain_deadline = Clock::time_point::max();
+                }
+                if (now >= next_heartbeat) {
+                    for (const auto& [lease, state] : running_) stream_->send(RemoteReport{lease, RemoteReport::Heartbeat{}});
+                    next_heartbeat = after(now, ttl / 3);
+                }
+                continue;
+            }
+            if (auto* done = std::get_if<HandlerDone>(&*event)) {
+                --handlers_alive_;
+                if (done->connection == connection && running_.erase(done->lease) > 0) {
+                    stream_->send(report_of(done->lease, std::move(done->outcome)));
+                    close_if_drained();
+                }
+            } else if (auto* beat = std::get_if<HeartbeatWanted>(&*event)) {
+                if (beat->connection == connection && running_.count(beat->lease))
+                    stream_->send(RemoteReport{beat->lease, RemoteReport::Heartbeat{}});
+            } else if (std::holds_alternative<StopRequested>(*event)) {
+                stopping = true;
+                if (end.registered) stream_->send(WorkerSlots{0});
+                drain_deadline = after(now, options_.drain_timeout);
+                close_if_drained();
+            } else if (auto* from = std::get_if<FromStream>(&*event); from && from->connection == connection) {
+                auto& e = from->event;
+                if (auto* reg = std::get_if<WorkerRegistered>(&e)) {
+                    end.registered = true;
+                    ttl = std::max(reg->lease_ttl, std::chrono::nanoseconds(std::chrono::milliseconds(3)));
+                    granted_ = reg->slots;
+                    next_heartbeat = after(now, ttl / 3);
+                } else if (auto* lease = std::get_if<RemoteLeaseOut>(&e)) {
+                    if (stopping || running_.size() >= granted_.load(std::memory_order_relaxed)) {
+                        // More than granted (or after stop()): give it back unrun.
+                        stream_->send(RemoteReport{lease->lease, RemoteReport::Nack{
+                            stopping ? "the worker is stopping" : "the worker runs all its granted slots"}});
+                    } else {
+                        start_handler(std::move(*lease), connection, ttl);
+                    }
+                } else if (auto* abort = std::get_if<WorkerAbort>(&e)) {
+                    if (auto it = running_.find(abort->lease); it != running_.end()) {
+                        auto state = std::move(it->second);
+                        running_.erase(it);  // its slot is free at once; its outcome is dropped
+                        state->cancel.cancel();
+                        close_if_drained();
+                    }
+                } else if (auto* shutdown = std::get_if<WorkerShutdown>(&e)) {
+                    end.not_leader = shutdown->not_leader;  // the server ends the stream next
+                } else if (auto* slots = std::get_if<WorkerSlots>(&e)) {
+                    granted_ = slots->slots;
+                } else if (auto* closed = std::get_if<StreamClosed>(&e)) {
+                    cancel_running();  // the server failed their leases
+                    granted_ = 0;
+                    stream_.reset();
+                    end.code = closed->code;
+                    end.message = closed->message;
+                    co_return end;
+                }
+            }
+        }
+    }
+
+    void start_handler(RemoteLeaseOut lease, std::uint64_t connection, std::chrono::nanoseconds ttl) {
+        auto state = std::make_shared<RemoteLeaseState>();
+        state->key = lease.key.empty() ? std::nullopt : std::optional<std::string>(lease.key);
+        state->lease = std::move(lease);
+        state->lease_ttl = ttl;
+        state->connection = connection;
+        state->core = std::static_pointer_cast<RemoteWorkerCore>(shared_from_this());
+        running_.emplace(state->lease.lease, state);
+        ++handlers_alive_;
+        asio::co_spawn(handler_executor_, run_handler(shared_from_this(), std::move(state)), asio::detached);
+    }
+
+    static asio::awaitable<void> run_handler(std::shared_ptr<Worker> self, std::shared_ptr<RemoteLeaseState> state) {
+        RemoteOutcome outcome = RemoteReport::Cancelled{};
+        std::string panic;
+        try {
+            auto work = self->handler_(state);
+            outcome = co_await std::move(work);
+        } catch (const std::exception& e) {
+            panic = e.what();
+        } catch (...) {
+            panic = "unknown exception";
+        }
+        if (!panic.empty()) outcome = RemoteReport::Fail{"panic: " + panic, false, std::nullopt};
+        self->push(HandlerDone{state->connection, state->lease.lease, std::move(outcome)});
+    }
+
+    void cancel_running() {
+        auto running = std::move(running_);
+        running_.clear();
+        for (auto& [lease, state] : running) state->cancel.cancel();
+    }
+
+    const RemoteWorkerOptions options_;
+    const Handler handler_;
+    const std::shared_ptr<WorkerChannel> channel_;
+    std::atomic<std::size_t> granted_{0};
+
+    std::mutex mu_;  // guards what follows, up to the strand's own state
+    std::deque<Event> events_;
+    bool stop_requested_ = false;
+    bool wake_pending_ = false;
+    std::optional<asio::strand<asio::any_io_executor>> strand_;
+
+    // On the strand only.
+    std::optional<asio::steady_timer> wake_;
+    asio::any_io_executor handler_executor_;
+    std::uint64_t connection_ = 0;
+    std::shared_ptr<ClientStream> stream_;
+    std::unordered_map<LeaseId, std::shared_ptr<RemoteLeaseState>> running_;
+    std::size_t handlers_alive_ = 0;  // spawned handlers not yet done, of any stream
+};
+
+}  // namespace
+
+std::shared_ptr<RemoteWorkerCore> RemoteWorkerCore::create(RemoteWorkerOptions options, Handler handler) {
+    if (options.pool.empty()) throw RemoteWorkerError(3, "cronoq: RemoteWorkerOptions::pool is empty");
+    if (options.slots == 0) throw RemoteWorkerError(3, "cronoq: RemoteWorkerOptions::slots must be at least 1");
+    if (options.initial_backoff <= std::chrono::nanoseconds::zero() || options.max_backoff < options.initial_backoff)
+        throw RemoteWorkerError(3, "cronoq: RemoteWorkerOptions: need 0 < initial_backoff <= max_backoff");
+    if (!handler) throw RemoteWorkerError(3, "cronoq: RemoteWorker: no handler");
+    return std::make_shared<Worker>(std::move(options), std::move(handler));
+}
+
+}  // namespace cronoq::detail

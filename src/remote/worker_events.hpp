@@ -1,0 +1,50 @@
+#pragma once
+// What a worker's stream carries, without gRPC: the server's messages as the
+// C++ worker receives them, and the worker's own. wire.cpp converts them to
+// and from the protocol's messages.
+#include <cronoq/detail/remote_host.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+
+namespace cronoq::detail {
+
+inline constexpr std::uint32_t protocol_version = 3;
+
+// ---- server -> worker
+struct WorkerRegistered {
+    std::uint64_t worker_id = 0;
+    std::chrono::nanoseconds lease_ttl{};
+    std::size_t slots = 0;
+    std::size_t max_message_bytes = 0;
+};
+struct WorkerAbort {
+    LeaseId lease;
+    std::string reason;
+};
+struct WorkerShutdown {
+    std::string reason;
+    bool not_leader = false;
+};
+struct WorkerSlots {
+    std::size_t slots = 0;
+};
+/// The stream ended, with its gRPC status (0: OK).
+struct StreamClosed {
+    int code = 0;
+    std::string message;
+};
+using ServerEvent = std::variant<WorkerRegistered, RemoteLeaseOut, WorkerAbort, WorkerShutdown, WorkerSlots, StreamClosed>;
+
+// ---- worker -> server
+struct RegisterMessage {
+    WorkerRegistration registration;
+    std::uint32_t protocol_version = detail::protocol_version;
+};
+using WorkerSend = std::variant<RegisterMessage, RemoteReport, WorkerSlots>;
+
+}  // namespace cronoq::detail

@@ -1,0 +1,52 @@
+"""A cronoq worker in Python, on stubs generated from cronoq-worker-proto's
+output with Debian's python3-grpcio: the protocol as another language sees
+it. Usage: python_worker.py <target> <token> <pool>
+
+Payloads: echo:X completes with X, fail:M fails (retryable), permanent:M
+fails for good, reject:R gives the lease back (nack). It heartbeats each
+lease once before answering, prints "R <worker_id> <slots>" once registered
+and ends when the server ends the stream ("E <code name>")."""
+import queue
+import sys
+
+import grpc
+
+from cronoq.v1 import workers_pb2 as pb
+from cronoq.v1 import workers_pb2_grpc as rpc
+
+
+def answer(lease):
+    verb, _, arg = lease.payload.decode().partition(":")
+    if verb == "echo":
+        return pb.WorkerMessage(complete=pb.Complete(lease=lease.lease, output=arg.encode()))
+    if verb in ("fail", "permanent"):
+        return pb.WorkerMessage(fail=pb.Fail(lease=lease.lease, message=arg, permanent=verb == "permanent"))
+    if verb == "reject":
+        return pb.WorkerMessage(nack=pb.Nack(lease=lease.lease, reason=arg))
+    return pb.WorkerMessage(fail=pb.Fail(lease=lease.lease, message="unknown payload", permanent=True))
+
+
+def main():
+    target, token, pool = sys.argv[1:4]
+    outgoing = queue.Queue()
+    outgoing.put(pb.WorkerMessage(register=pb.Register(
+        pool=pool, slots=4, worker_name="python", protocol_version=3, labels={"lang": "python"})))
+    stub = rpc.WorkersStub(grpc.insecure_channel(target))
+    replies = stub.Work(iter(outgoing.get, None), metadata=[("authorization", "Bearer " + token)])
+    try:
+        for message in replies:
+            kind = message.WhichOneof("message")
+            if kind == "registered":
+                print("R", message.registered.worker_id, message.registered.slots, flush=True)
+            elif kind == "lease":
+                outgoing.put(pb.WorkerMessage(heartbeat=pb.Heartbeat(lease=message.lease.lease)))
+                outgoing.put(answer(message.lease))
+        print("E OK", flush=True)
+    except grpc.RpcError as error:
+        print("E", error.code().name, error.details(), flush=True)
+    finally:
+        outgoing.put(None)
+
+
+if __name__ == "__main__":
+    main()
