@@ -4,6 +4,10 @@ option(CRONOQ_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(CRONOQ_BUILD_BENCHMARKS "Build the benchmarks" OFF)
 option(CRONOQ_WERROR "Treat warnings as errors" OFF)
 option(CRONOQ_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang only)" OFF)
+# Test binaries compile their test files in batches, one translation unit
+# per batch (tests/CMakeLists.txt says why); OFF compiles each file alone,
+# quicker when editing one test.
+option(CRONOQ_UNITY_TESTS "Compile test files in batches (unity builds)" ON)
 set(CRONOQ_SANITIZE "" CACHE STRING "Sanitizers to build with: address,undefined or thread")
 
 # Optional components, each with a dependency (SPEC §14, §15): AUTO builds it

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::autoscale_engine_test {
 namespace {
 
 PoolConfig scaled(std::size_t min, std::size_t initial, std::size_t max) {
@@ -158,4 +158,4 @@ TEST(AutoscaleEngineTest, BadAutoscaleConfigIsAConfigError) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::autoscale_engine_test

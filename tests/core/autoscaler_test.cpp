@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace cronoq::core::detail {
+namespace cronoq::core::detail::autoscaler_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -421,4 +421,4 @@ TEST(Autoscaler, InitialCapacityIsKeptForAStabilizationWindow) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::detail
+}  // namespace cronoq::core::detail::autoscaler_test

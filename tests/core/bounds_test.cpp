@@ -1,7 +1,7 @@
 // Bounds on pending tasks and the overflow policies in the engine (SPEC §8).
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::bounds_test {
 namespace {
 
 using S = TaskStatus;
@@ -140,4 +140,4 @@ TEST(BoundsTest, BadBoundsAreConfigErrors) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::bounds_test

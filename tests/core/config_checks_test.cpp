@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace cronoq::core::detail {
+namespace cronoq::core::detail::config_checks_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -144,4 +144,4 @@ TEST(Resource, DeclarationsAreChecked) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::detail
+}  // namespace cronoq::core::detail::config_checks_test

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace cronoq::cron_dst_test {
+namespace cronoq::cron_dst_test::cron_dst_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -259,4 +259,4 @@ TEST(CronDstTest, AgreesWithTheRuleCheckedMinuteByMinuteAroundTransitions) {
 }
 
 }  // namespace
-}  // namespace cronoq::cron_dst_test
+}  // namespace cronoq::cron_dst_test::cron_dst_test

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace cronoq::cron_test {
+namespace cronoq::cron_test::cron_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -515,4 +515,4 @@ TEST(CronTimeZoneTest, LocalTimesAreEvaluatedInTheZone) {
 }
 
 }  // namespace
-}  // namespace cronoq::cron_test
+}  // namespace cronoq::cron_test::cron_test

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace cronoq::cron_zone_test {
+namespace cronoq::cron_zone_test::cron_zone_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -122,4 +122,4 @@ TEST(CronZoneTest, HistorySegmentsAreContiguousAcrossTheListedEnd) {
 }
 
 }  // namespace
-}  // namespace cronoq::cron_zone_test
+}  // namespace cronoq::cron_zone_test::cron_zone_test

@@ -3,7 +3,7 @@
 // awaited keys; all-or-nothing batches.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::dependency_test {
 namespace {
 
 using S = TaskStatus;
@@ -289,4 +289,4 @@ TEST(BatchTest, AHeldKeyInABatchNamesItsHolder) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::dependency_test

@@ -3,7 +3,7 @@
 // status waits for, and an attempt's terms in its Dispatch.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::durable_terms_test {
 namespace {
 
 using S = TaskStatus;
@@ -111,4 +111,4 @@ TEST(DispatchTermsTest, DeadlineIsTheTasksSoftDeadline) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::durable_terms_test

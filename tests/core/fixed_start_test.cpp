@@ -2,7 +2,7 @@
 // that keep a slot free, reservations and miss policies.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::fixed_start_test {
 namespace {
 
 using S = TaskStatus;
@@ -210,4 +210,4 @@ TEST(FixedStartTest, BadPoolSettingsAreConfigErrors) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::fixed_start_test

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+namespace flat_id_map_test {
+
 namespace {
 
 using cronoq::core::detail::FlatIdMap;
@@ -86,3 +88,4 @@ TEST(FlatIdMap, IdsFarApart) {
 }
 
 }  // namespace
+}  // namespace flat_id_map_test

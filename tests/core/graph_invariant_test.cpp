@@ -59,7 +59,7 @@
 // the generator and the TESTs.
 #include "graph_checks.hpp"
 
-namespace cronoq::core::test::graph_model {
+namespace cronoq::core::test::graph_model::graph_invariant_test {
 namespace {
 
 class Sim : public GraphChecks {
@@ -601,4 +601,4 @@ TEST_P(GraphInvariantTest, RandomCallsThenCompleteEverything) {
 INSTANTIATE_TEST_SUITE_P(GraphInvariantSeeds, GraphInvariantTest, ::testing::ValuesIn(seeds()));
 
 }  // namespace
-}  // namespace cronoq::core::test::graph_model
+}  // namespace cronoq::core::test::graph_model::graph_invariant_test

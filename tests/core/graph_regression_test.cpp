@@ -2,7 +2,7 @@
 // keys and batches).
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::graph_regression_test {
 namespace {
 
 // ---- regressions --------------------------------------------------------------------------------
@@ -86,4 +86,4 @@ TEST(GraphInvariantRegression, ACycleThroughTwoAwaitedKeysOfABatchIsRejected) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::graph_regression_test

@@ -4,7 +4,7 @@
 // without a status change.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::handover_test {
 namespace {
 
 using S = TaskStatus;
@@ -133,4 +133,4 @@ TEST(HandOverTest, ShutdownAfterAHandOverCancelsWhatIsLeft) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::handover_test

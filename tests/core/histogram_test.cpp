@@ -13,7 +13,7 @@
 #include <numbers>
 #include <vector>
 
-namespace cronoq::core::detail {
+namespace cronoq::core::detail::histogram_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -210,4 +210,4 @@ TEST(SlidingWindow, TimeBeforeTheOriginAndOutOfOrderReads) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::detail
+}  // namespace cronoq::core::detail::histogram_test

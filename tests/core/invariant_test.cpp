@@ -38,7 +38,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::invariant_test {
 namespace {
 
 using S = TaskStatus;
@@ -947,4 +947,4 @@ TEST_P(InvariantTest, SameCallsGiveTheSameActions) {
 INSTANTIATE_TEST_SUITE_P(Seeds, InvariantTest, ::testing::ValuesIn(seeds()));
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::invariant_test

@@ -1,7 +1,7 @@
 // Idempotency keys in the engine (SPEC §7) and the Forget action.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::keys_test {
 namespace {
 
 using S = TaskStatus;
@@ -89,4 +89,4 @@ TEST(KeyTest, CancelledTaskKeepsItsKeyWhileRetained) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::keys_test

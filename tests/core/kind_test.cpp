@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::kind_test {
 namespace {
 
 EngineConfig with_kind_capacity(std::size_t n) {
@@ -120,4 +120,4 @@ TEST(KindTest, KindsInternedForABatchAreKeptUntilItIsSubmitted) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::kind_test

@@ -7,7 +7,7 @@
 #include <functional>
 #include <limits>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::lifecycle_test {
 namespace {
 
 using S = TaskStatus;
@@ -887,4 +887,4 @@ TEST(LeaseTest, HeartbeatAtTheExpiryWithoutATickIsLate) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::lifecycle_test

@@ -12,7 +12,7 @@
 #include <memory>
 #include <unordered_map>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::min_share_test {
 namespace {
 
 using P = Priority;
@@ -266,4 +266,4 @@ TEST(MinShareConfigTest, DefaultIsNoShares) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::min_share_test

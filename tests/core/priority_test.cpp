@@ -11,7 +11,7 @@
 
 #include <functional>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::priority_test {
 namespace {
 
 using P = Priority;
@@ -441,4 +441,4 @@ TEST(ConfigurablePriorityTest, ClassBasesAreConfigurable) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::priority_test

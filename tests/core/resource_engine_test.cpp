@@ -2,7 +2,7 @@
 // all-or-nothing, parked tasks that do not hold back others, set_rate.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::resource_engine_test {
 namespace {
 
 using S = TaskStatus;
@@ -152,4 +152,4 @@ TEST(ResourceEngineTest, BadDeclarationsAreConfigErrors) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::resource_engine_test

@@ -67,7 +67,7 @@
 #include "ordering_model.hpp"
 #include "resource_checks.hpp"
 
-namespace cronoq::core::test::resource_model {
+namespace cronoq::core::test::resource_model::resource_invariant_test {
 namespace {
 
 constexpr std::array<std::uint64_t, 5> default_seeds{201, 202, 203, 204, 205};
@@ -610,4 +610,4 @@ TEST_P(ResourceInvariantTest, RandomCallsThenCompleteEverything) {
 INSTANTIATE_TEST_SUITE_P(Seeds, ResourceInvariantTest, ::testing::ValuesIn(seeds()));
 
 }  // namespace
-}  // namespace cronoq::core::test::resource_model
+}  // namespace cronoq::core::test::resource_model::resource_invariant_test

@@ -14,7 +14,7 @@
 // (a cap on those rounds, refill times of departed or promised waiters).
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::resource_regression_test {
 namespace {
 
 using S = TaskStatus;
@@ -205,4 +205,4 @@ TEST(ResourceRegression, ArrivalsDoNotEvaluateAnAwakeAutoscalerEarly) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::resource_regression_test

@@ -15,7 +15,7 @@
 #include <limits>
 #include <vector>
 
-namespace cronoq::core::detail {
+namespace cronoq::core::detail::resource_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -321,4 +321,4 @@ TEST(ResourceDeclaration, KeepsWhatWasDeclared) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::detail
+}  // namespace cronoq::core::detail::resource_test

@@ -3,7 +3,7 @@
 // only what changes.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::restore_test {
 namespace {
 
 using S = TaskStatus;
@@ -288,4 +288,4 @@ TEST_F(RestoreTest, ShuttingDownRestoresNothing) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::restore_test

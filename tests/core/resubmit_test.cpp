@@ -2,7 +2,7 @@
 // back as a new task, and its key moves to the new task in the same call.
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::resubmit_test {
 namespace {
 
 using S = TaskStatus;
@@ -119,4 +119,4 @@ TEST(ResubmitTest, DependentsOfTheOldTaskAreNotRevisited) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::resubmit_test

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::retry_test {
 namespace {
 
 using S = TaskStatus;
@@ -409,4 +409,4 @@ TEST(DeadLetterTest, SuccessAfterRetriesSucceedsWithNoMessage) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::retry_test

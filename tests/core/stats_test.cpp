@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::stats_test {
 namespace {
 
 using S = TaskStatus;
@@ -122,4 +122,4 @@ TEST(StatsTest, HeldSlotsAndFixedStartHitRate) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::stats_test

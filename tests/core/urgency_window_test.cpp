@@ -11,7 +11,7 @@
 #include <functional>
 #include <limits>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::urgency_window_test {
 namespace {
 
 using P = Priority;
@@ -151,4 +151,4 @@ TEST(UrgencyWindowConfigTest, FactorMustBeFiniteAndNotNegative) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::urgency_window_test

@@ -2,7 +2,7 @@
 // task, and from Engine::user while the task is live or retained (SPEC §13).
 #include "engine_harness.hpp"
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::user_value_test {
 namespace {
 
 // Retention short enough that a test sees its task forgotten.
@@ -71,4 +71,4 @@ TEST(UserValueTest, ReleasedValueIsZeroFromThenOnAndOnlyTerminalTasksRelease) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::user_value_test

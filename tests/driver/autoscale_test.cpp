@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+namespace autoscale_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -165,3 +167,4 @@ TEST(Autoscale, AThrowingScalerKeepsTheCapacityAndIsReportedOnce) {
     EXPECT_EQ(text.find("the scaler threw", first + line.size()), std::string::npos) << "reported more than once:\n"
                                                                                       << text;
 }
+}  // namespace autoscale_test

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+namespace blocking_scheduler_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -269,3 +271,4 @@ TEST(BlockingScheduler, BatchRunsInDependencyOrder) {
     EXPECT_EQ(order, (std::vector<int>{1, 2}));
     EXPECT_THROW(sched.submit_batch({Task<int>(3).key("k"), Task<int>(4).key("k")}), SubmitException);
 }
+}  // namespace blocking_scheduler_test

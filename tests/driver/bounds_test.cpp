@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace bounds_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -202,3 +204,4 @@ TEST(Bounds, WaiterCancelledAfterItsTurnCameIsAdmitted) {
     for (int n : {0, 2}) f.release(n);
     test::run(f.io, sched.shutdown(0s));
 }
+}  // namespace bounds_test

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+namespace cancellation_registration_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -136,3 +138,4 @@ TEST(CancellationRegistration, RemovingItselfFromInsideTheCallbackDoesNotWait) {
     ASSERT_TRUE(inner->has_value());
     EXPECT_FALSE(**inner);
 }
+}  // namespace cancellation_registration_test

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace cancellation_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -204,3 +206,4 @@ TEST(Cancellation, ContextOutlivesItsScheduler) {
     EXPECT_TRUE(kept->is_cancelled());  // ended attempts report cancelled
     kept->heartbeat();                  // a no-op, not a crash
 }
+}  // namespace cancellation_test

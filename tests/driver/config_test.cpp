@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+namespace config_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -234,3 +236,5 @@ TEST(Config, BlockingSchedulerBuildThrowsConfigErrorToo) {
         EXPECT_CONTAINS(std::string(e.what()), "naked");
     }
 }
+}  // namespace config_test
+#undef EXPECT_CONTAINS

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+namespace dag_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -114,3 +116,4 @@ TEST(Dag, AFixedStartRunsAtItsTime) {
     EXPECT_EQ(ran, (std::vector<std::string>{"at", "in"}));
     EXPECT_EQ(sched.try_submit(Task<std::string>("x").start_in(20s)).value().status(), TaskStatus::Scheduled);
 }
+}  // namespace dag_test

@@ -17,6 +17,8 @@
 #include <memory>
 #include <optional>
 
+namespace duration_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -263,3 +265,4 @@ TEST(BlockingGetFor, NegativeAndNaNWaitsReturnAtOnce) {
     EXPECT_TRUE(h.cancel());
     EXPECT_THROW(h.get(), TaskFailure);
 }
+}  // namespace duration_test

@@ -11,6 +11,8 @@
 #include <future>
 #include <thread>
 
+namespace engine_reader_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -76,3 +78,4 @@ TEST(EngineReader, AnAttemptThatEndsWhileAReaderHoldsTheEngineIsServedByThatRead
     EXPECT_EQ(*test::run(io, handle.result()), 40);
     test::run(io, sched.shutdown(0s));
 }
+}  // namespace engine_reader_test

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace events_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -360,3 +362,4 @@ TEST(Events, ClosedStreamStopsReceivingButKeepsQueuedEvents) {
     for (const auto& e : seen) EXPECT_EQ(e.id, first.id());
     EXPECT_EQ(cronoq::test::run(io, read_one(&stream)), std::nullopt);
 }
+}  // namespace events_test

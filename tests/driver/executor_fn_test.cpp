@@ -4,6 +4,8 @@
 
 #include <thread>
 
+namespace executor_fn_test {
+
 using namespace std::chrono_literals;
 using cronoq::Pool;
 using cronoq::Result;
@@ -153,3 +155,4 @@ TEST(ExecutorFn, RunOnPlacesAttemptsOnThePoolsExecutor) {
     EXPECT_NE(ran_on, std::this_thread::get_id());
     EXPECT_EQ(*cronoq::test::run(io, h.result()), 5);
 }
+}  // namespace executor_fn_test

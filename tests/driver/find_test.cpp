@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+namespace find_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -93,3 +95,4 @@ TEST(Find, BlockingSchedulerFindsToo) {
     EXPECT_EQ(*found->get(), 50);
     EXPECT_FALSE(sched.find(TaskRef("none")).has_value());
 }
+}  // namespace find_test

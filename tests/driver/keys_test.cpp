@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+namespace keys_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -93,3 +95,4 @@ TEST(Keys, KeyedRecordsDoNotHoldUpShutdown) {
     io.run();
     EXPECT_EQ(sched.status("a"), TaskStatus::Succeeded);
 }
+}  // namespace keys_test

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+namespace logging_test {
+
 using namespace cronoq;
 
 namespace {
@@ -57,3 +59,4 @@ TEST(Logging, NullLoggerSilencesCronoq) {
     EXPECT_FALSE(logger()->should_log(spdlog::level::critical));
     run_one_panicking_task();  // nothing to observe but that it does not crash
 }
+}  // namespace logging_test

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+namespace offload_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -275,3 +277,4 @@ TEST(Offload, HonoursPartialCancellationButNotTotal) {
     io.run();
     EXPECT_EQ(h.status(), TaskStatus::Cancelled);
 }
+}  // namespace offload_test

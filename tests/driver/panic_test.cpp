@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+namespace panic_test {
+
 using namespace cronoq;
 
 namespace {
@@ -56,3 +58,4 @@ TEST(Panic, ThrowFromExecuteItselfIsContained) {
     EXPECT_EQ(h.status(), TaskStatus::Failed);
     EXPECT_THROW(cronoq::test::run(io, h.result()), TaskFailure);
 }
+}  // namespace panic_test

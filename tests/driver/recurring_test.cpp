@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace recurring_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -206,3 +208,4 @@ TEST(Recurring, AForwardStepRunsOneCatchUpWithinAMinute) {
     f.advance(1min);
     EXPECT_EQ(f.ran, std::vector<std::string>{"daily@2026-01-02T01:00:00Z daily"});
 }
+}  // namespace recurring_test

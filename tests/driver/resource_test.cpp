@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+namespace resource_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -70,3 +72,4 @@ TEST(Resources, SetRateFromAnotherThread) {
     EXPECT_THROW(sched.set_rate("nope", 1.0), ConfigError);
     EXPECT_THROW(sched.set_rate("api", -1.0), ConfigError);
 }
+}  // namespace resource_test

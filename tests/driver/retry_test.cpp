@@ -6,6 +6,8 @@
 
 #include <vector>
 
+namespace retry_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -73,3 +75,4 @@ TEST(Retry, OnlyTasksThatEndedWithoutSuccessAreRetried) {
     test::run(io, sched.shutdown(0s));
     EXPECT_THROW(sched.retry(TaskRef(TaskId{later.id()})), SubmitException);  // ShuttingDown
 }
+}  // namespace retry_test

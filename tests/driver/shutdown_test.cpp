@@ -10,6 +10,8 @@
 
 #include <optional>
 
+namespace shutdown_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -184,3 +186,4 @@ TEST(Shutdown, LastHandleDroppedWithDeafExecutorDoesNotHang) {
     io.run();  // returns: nothing of the scheduler is left pending
     EXPECT_TRUE(*deaf.returned);
 }
+}  // namespace shutdown_test

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+namespace snapshot_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -55,3 +57,4 @@ TEST(Snapshot, FiguresAndJson) {
     EXPECT_TRUE(j["pools"][1]["priority_adherence"].is_null());
     test::run(io, sched.shutdown(0s));
 }
+}  // namespace snapshot_test

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace start_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -162,3 +164,4 @@ TEST(Starts, TasksSubmittingEachOtherDoNotGrowTheStack) {
     // be tens of megabytes.
     EXPECT_LT(deepest - shallowest, 256u * 1024u);
 }
+}  // namespace start_test

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace submit_many_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -84,3 +86,4 @@ TEST(SubmitMany, BlockingSchedulerToo) {
     EXPECT_EQ(results[1].error(), SubmitError::UnknownPool);
     sched.shutdown(0s);
 }
+}  // namespace submit_many_test

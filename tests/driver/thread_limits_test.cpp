@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+namespace thread_limits_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -183,3 +185,4 @@ TEST(ThreadLimits, BlockingShutdownReturnsDespiteAnExecutorThatIgnoresCancellati
     sched.shutdown(0s);  // returns: the attempt is abandoned, the io_context stopped
     EXPECT_EQ(h.status(), TaskStatus::Cancelled);
 }
+}  // namespace thread_limits_test

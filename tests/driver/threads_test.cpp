@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+namespace threads_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -142,3 +144,4 @@ TEST(Threads, ConcurrentSubmittersCancellersAndRunnersLoseNothing) {
     EXPECT_EQ(c->succeeded + c->failed + c->cancelled + c->dead_lettered, static_cast<std::uint64_t>(count));
     for (int i = 0; i < count; ++i) ASSERT_LE(runs[i].load(), 2) << "task " << i;
 }
+}  // namespace threads_test

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+namespace timing_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -142,3 +144,4 @@ TEST(Timing, IdleSchedulerArmsNoTimer) {
     f.io.run();  // returns: the timeout's wakeup was disarmed with the attempt
     EXPECT_FALSE(f.clock->advance_to_next());
 }
+}  // namespace timing_test

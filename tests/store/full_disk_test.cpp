@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-namespace cronoq::test {
+namespace cronoq::test::full_disk_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -29,4 +29,4 @@ TEST(FullDisk, CommitsFailWithAnIoErrorThenTheLeaderStopsAndKeepsWhatWasAcknowle
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::full_disk_test

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cronoq::test {
+namespace cronoq::test::lease_row_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -41,4 +41,4 @@ TEST(SqliteLeadership, AStandbyFindingTheLeaseFreeTakesOverAndTheLeaderNeverWrit
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::lease_row_test

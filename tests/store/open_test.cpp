@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sys/stat.h>
 
-namespace cronoq::test {
+namespace cronoq::test::open_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -133,4 +133,4 @@ TEST(SqliteOpen, NormalDurabilityOpensAndCommits) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::open_test

@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace cronoq::test {
+namespace cronoq::test::tool_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -195,4 +195,4 @@ TEST_F(ToolTest, ErrorsExitNonZeroWithAMessage) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::tool_test

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cronoq::test {
+namespace cronoq::test::wal_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -33,4 +33,4 @@ TEST(SqliteJournal, TheWalStaysBounded) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::wal_test

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-namespace cronoq::test {
+namespace cronoq::test::connect_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -78,4 +78,4 @@ TEST_F(PgConnect, ConcurrentConnectsMigrateOnce) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::connect_test

@@ -10,7 +10,7 @@
 #include <iostream>
 #include <thread>
 
-namespace cronoq::test {
+namespace cronoq::test::restart_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -72,4 +72,4 @@ TEST(PgRestart, TheLeaderIsFencedAndAStandbyLeadsOnceTheServerIsBack) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::restart_test

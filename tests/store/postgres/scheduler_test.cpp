@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cronoq::test {
+namespace cronoq::test::scheduler_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -52,4 +52,4 @@ TEST(PgScheduler, RunsTasksAndASecondSchedulerFindsThem) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::scheduler_test

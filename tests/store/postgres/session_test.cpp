@@ -11,7 +11,7 @@
 #include <iostream>
 #include <thread>
 
-namespace cronoq::test {
+namespace cronoq::test::session_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -44,4 +44,4 @@ TEST(PgSession, ALeaderWhoseSessionEndsIsFencedAtOnce) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::session_test

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <sys/wait.h>
 
-namespace cronoq::test {
+namespace cronoq::test::tool_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -76,4 +76,4 @@ TEST(PgTool, ReadsAPostgresStoreWithTheSameCommands) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::tool_test

@@ -17,6 +17,8 @@
 #include <string>
 #include <system_error>
 
+namespace durable_scheduler_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -414,3 +416,4 @@ TEST(DurableScheduler, RowsOfAnUnknownPoolOrThatCannotBeDecodedEndFailedWithoutS
         EXPECT_EQ(e.message(), "unknown pool after restart: q");
     }
 }
+}  // namespace durable_scheduler_test

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+namespace postgres_change_folding_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 using store::Batch;
@@ -125,3 +127,4 @@ TEST(PostgresChangeFolding, ARunPastSixteenMebibytesIsSplitAndEveryRowArrives) {
         EXPECT_TRUE(same) << "payload of task " << id;
     }
 }
+}  // namespace postgres_change_folding_test

@@ -13,6 +13,8 @@
 
 #include <iostream>
 
+namespace postgres_failover_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -67,3 +69,4 @@ TEST(PostgresFailover, ALeaderWhoseSessionIsTerminatedIsFencedAndWritesNothingAf
     }
     sched.shutdown(0s);
 }
+}  // namespace postgres_failover_test

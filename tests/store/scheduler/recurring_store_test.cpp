@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+namespace recurring_store_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -127,3 +129,4 @@ TEST(RecurringStore, ARemovedScheduleStaysRemovedAfterARestart) {
     EXPECT_TRUE(p.sched.remove_recurring("kept"));  // it came back under its name
     p.stop();
 }
+}  // namespace recurring_store_test
