@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-namespace cronoq::core::test {
+namespace cronoq::core::test::remote_test {
 namespace {
 
 PoolConfig remote_pool(std::string name = "remote") {
@@ -475,4 +475,4 @@ TEST(RemotePool, EveryTaskEndsExactlyOnceUnderRandomWorkers) {
 }
 
 }  // namespace
-}  // namespace cronoq::core::test
+}  // namespace cronoq::core::test::remote_test

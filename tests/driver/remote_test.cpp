@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace remote_test {
+
 using namespace std::chrono_literals;
 using namespace cronoq;
 
@@ -385,3 +387,4 @@ TEST(RemoteDriver, ManyThreadsReportAtOnce) {
 }
 
 }  // namespace
+}  // namespace remote_test
