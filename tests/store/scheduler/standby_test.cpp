@@ -149,7 +149,15 @@ TEST_P(StandbyScheduler, AFrozenLeaderIsFencedWhenItWakesAndWritesNothingAfterTh
         EXPECT_GE(waited_ms, test::test_lease / 3);
     }
     test::Durable& sched = *standby.sched;
-    sched.flush();  // its recovery's changes
+    // The standby's own changes settle first: a task it recovered from a
+    // lost lease is Retrying and starts again when its backoff ends (then
+    // waits at the gate); that start is the standby's write, not the old
+    // leader's. Ready tasks stay so: the gate holds every slot.
+    sched.flush();
+    for (const auto& [id, row] : test::task_rows(store.location())) {
+        while (sched.status(TaskRef(TaskId{id})) == TaskStatus::Retrying) std::this_thread::sleep_for(1ms);
+    }
+    sched.flush();
     const auto at_takeover = test::task_rows(store.location());
 
     leader.signal(SIGCONT);
