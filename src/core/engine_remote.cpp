@@ -112,6 +112,17 @@ void Engine::State::worker_lease_ended(WorkerId id, LeaseId lease, Time now) {
     unpark_for_worker(it->second, now);
 }
 
+void Engine::State::worker_silent(WorkerId id) {
+    if (auto it = workers.find(id.value); it != workers.end()) it->second.silent = true;
+}
+
+void Engine::State::worker_heard(WorkerId id, Time now) {
+    auto it = workers.find(id.value);
+    if (it == workers.end() || !it->second.silent) return;
+    it->second.silent = false;
+    unpark_for_worker(it->second, now);  // its free slots take parked tasks again
+}
+
 void Engine::State::set_remote_capacity(PoolId pool, Time now) {
     PoolState& p = pools[pool];
     p.metrics.accrue(now, p.counters.running, p.capacity);

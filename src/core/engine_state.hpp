@@ -417,7 +417,10 @@ struct Engine::State {
         }
         const AttemptState& a = attempts[t.run];
         if (now >= a.deadline) return abandon_attempt(tm.slot, AbortReason::Timeout, now);
-        if (now >= a.lease_expiry) return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
+        if (now >= a.lease_expiry) {
+            if (a.worker) worker_silent(a.worker);  // before its slot frees: no lease goes back to it
+            return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
+        }
         // A heartbeat moved the expiry since this check was armed.
         const Time next = std::min(a.deadline, a.lease_expiry);
         if (next != never) push_timer(next, tm.slot, tm.gen, TimerKind::Attempt);
@@ -457,6 +460,7 @@ struct Engine::State {
     // With `from`, the lease must also be that remote worker's.
     std::optional<std::uint32_t> live_lease(LeaseId lease, Time now, WorkerId from = {}) {
         run_due_timers(now);
+        if (from) worker_heard(from, now);  // any report, even a late one, shows it is alive
         if (const std::uint32_t* found = by_lease.find(lease.value))
             if (!from || attempts[slots[*found].run].worker == from) return *found;
         ++late;
@@ -514,6 +518,8 @@ struct Engine::State {
     /// Sends back to the queue as many parked tasks as `w` has free slots for.
     void unpark_for_worker(detail::RemoteWorker& w, Time now);
     void worker_lease_ended(WorkerId w, LeaseId lease, Time now);
+    void worker_silent(WorkerId w);
+    void worker_heard(WorkerId w, Time now);
     void set_remote_capacity(PoolId pool, Time now);
     /// A task waiting after a nack that no connected worker can take fails.
     void recheck_after_nack(PoolId pool, Time now);

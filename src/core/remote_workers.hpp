@@ -36,8 +36,14 @@ struct RemoteWorker {
     std::size_t granted = 0;
     Labels labels;
     std::vector<std::uint64_t> leases;  // live leases, by id: few per worker
-    /// Granted slots without a lease; 0 while lowered slots retire.
-    std::size_t free() const { return leases.size() < granted ? granted - leases.size() : 0; }
+    /// One of its leases expired unheartbeated and nothing came from it
+    /// since: a stopped process or a dead link whose stream has not ended
+    /// yet. It takes no new lease (each would only expire in turn, burning
+    /// an attempt) until it is heard from again.
+    bool silent = false;
+    /// Granted slots without a lease; 0 while lowered slots retire or while
+    /// the worker is silent.
+    std::size_t free() const { return !silent && leases.size() < granted ? granted - leases.size() : 0; }
 };
 
 /// Ready tasks of one label set that found no worker with a free slot,

@@ -340,6 +340,37 @@ TEST(RemotePool, SilentWorkerLosesItsLeaseAndTimeoutsAbort) {
     EXPECT_EQ(h.engine.counters(pool).timed_out, 1u);
 }
 
+TEST(RemotePool, WorkerSilentPastItsLeaseTakesNoLeaseUntilHeardFrom) {
+    RemoteHarness h;
+    PoolConfig c = remote_pool();
+    c.retry = RetryPolicy{5, std::chrono::seconds(1), 1.0, std::chrono::seconds(1), false};
+    const PoolId pool = h.add_pool(c);
+    const WorkerId a = h.connect(pool, 2, {}, t0);
+    const TaskId stuck = h.submit(task(pool), t0);
+    EXPECT_EQ(h.last_dispatch_of(stuck)->worker, a);
+    const LeaseId expired = h.lease_of(stuck);
+    h.tick(t0 + 30s);  // a sent nothing for a lease TTL: the lease expires
+    EXPECT_EQ(h.engine.status(stuck), TaskStatus::Retrying);
+    // The retry is due at 31 s and a still has two free slots, but sent
+    // nothing since: the task waits instead of going to a again.
+    h.tick(t0 + 31s);
+    EXPECT_EQ(h.engine.status(stuck), TaskStatus::Ready);
+    EXPECT_EQ(h.last_dispatch_of(stuck)->attempt, 1u);
+    const WorkerId b = h.connect(pool, 1, {}, t0 + 32s);
+    EXPECT_EQ(h.last_dispatch_of(stuck)->worker, b);
+    EXPECT_EQ(h.last_dispatch_of(stuck)->attempt, 2u);
+    // Anything from a, even a late report, shows it is alive: it takes
+    // leases again.
+    const TaskId next = h.submit(task(pool), t0 + 33s);
+    EXPECT_EQ(h.engine.status(next), TaskStatus::Ready) << "b is full, a is silent";
+    EXPECT_FALSE(h.heartbeat_from(a, expired, t0 + 34s));
+    EXPECT_EQ(h.last_dispatch_of(next)->worker, a);
+    EXPECT_TRUE(h.complete_from(a, h.lease_of(next), Outcome::success(), t0 + 35s));
+    EXPECT_TRUE(h.complete_from(b, h.lease_of(stuck), Outcome::success(), t0 + 35s));
+    EXPECT_EQ(h.engine.status(next), TaskStatus::Succeeded);
+    EXPECT_EQ(h.engine.status(stuck), TaskStatus::Succeeded);
+}
+
 TEST(RemotePool, ResourcesApplyAsForLocalPools) {
     EngineConfig config;
     config.resources.push_back(Resource::semaphore("db", 1));

@@ -8,6 +8,10 @@
 //   reject:R      TaskError::reject(R)         throw:M      throws std::runtime_error(M)
 //   cancel        TaskError::cancelled()       block        waits for cancelled()
 //   wait_ms:N     completes with "waited" after N ms
+//   who           completes with "<name> attempt=<attempt>" (which worker ran it)
+//   hold_on:W     on worker W waits for cancelled() (as block); elsewhere as who
+//   reject_on:W   on worker W TaskError::reject("W"); elsewhere as who
+//   fail_until:N  TaskError::retryable before attempt N; then as who
 // It prints, one line each:
 //   S <lease>           a handler started
 //   I <lease> <fields>  the fields of an echo lease
@@ -50,12 +54,29 @@ std::string fields(const RemoteLease<std::string>& lease) {
     return out;
 }
 
+// This process's worker name, for the verbs that depend on it.
+std::string worker_name;
+
 asio::awaitable<Result<std::string>> handle(RemoteLease<std::string> lease) {
     const std::string& payload = *lease.payload();
     const auto colon = payload.find(':');
-    const std::string verb = payload.substr(0, colon);
+    std::string verb = payload.substr(0, colon);
     const std::string arg = colon == std::string::npos ? "" : payload.substr(colon + 1);
     say("S " + std::to_string(lease.id().value));
+    const std::string who = worker_name + " attempt=" + std::to_string(lease.attempt());
+    if (verb == "who") co_return who;
+    if (verb == "hold_on") {
+        if (arg != worker_name) co_return who;
+        verb = "block";
+    }
+    if (verb == "reject_on") {
+        if (arg != worker_name) co_return who;
+        co_return TaskError::reject(arg);
+    }
+    if (verb == "fail_until") {
+        if (lease.attempt() < std::stoul(arg)) co_return TaskError::retryable("attempt " + std::to_string(lease.attempt()));
+        co_return who;
+    }
     if (verb == "echo") {
         say("I " + std::to_string(lease.id().value) + " " + fields(lease));
         co_return arg;
@@ -85,6 +106,7 @@ int worker_mode(const std::map<std::string, std::string>& args, const std::vecto
     if (args.count("token")) options.token = args.at("token");
     if (args.count("slots")) options.slots = std::stoul(args.at("slots"));
     options.name = args.count("name") ? args.at("name") : "child";
+    worker_name = options.name;
     for (const auto& l : labels) options.labels[l.substr(0, l.find(':'))] = l.substr(l.find(':') + 1);
     if (args.count("ca") || args.count("cert")) {
         TlsFiles tls;

@@ -3,9 +3,10 @@ output with Debian's python3-grpcio: the protocol as another language sees
 it. Usage: python_worker.py <target> <token> <pool>
 
 Payloads: echo:X completes with X, fail:M fails (retryable), permanent:M
-fails for good, reject:R gives the lease back (nack). It heartbeats each
-lease once before answering, prints "R <worker_id> <slots>" once registered
-and ends when the server ends the stream ("E <code name>")."""
+fails for good, reject:R and reject_on:R give the lease back (nack; it prints
+"N <task_id>"). It heartbeats each lease once before answering, prints
+"R <worker_id> <slots>" once registered and ends when the server ends the
+stream ("E <code name>")."""
 import queue
 import sys
 
@@ -21,7 +22,8 @@ def answer(lease):
         return pb.WorkerMessage(complete=pb.Complete(lease=lease.lease, output=arg.encode()))
     if verb in ("fail", "permanent"):
         return pb.WorkerMessage(fail=pb.Fail(lease=lease.lease, message=arg, permanent=verb == "permanent"))
-    if verb == "reject":
+    if verb in ("reject", "reject_on"):
+        print("N", lease.task_id, flush=True)
         return pb.WorkerMessage(nack=pb.Nack(lease=lease.lease, reason=arg))
     return pb.WorkerMessage(fail=pb.Fail(lease=lease.lease, message="unknown payload", permanent=True))
 

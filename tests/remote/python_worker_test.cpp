@@ -1,8 +1,10 @@
 // A worker in another language: python_worker.py (Debian's python3-grpcio,
 // stubs generated from cronoq-worker-proto's output at build time) against
-// the C++ server.
+// the C++ server of a real scheduler, next to a C++ worker.
 #include "remote_support.hpp"
 
+#include <cronoq/blocking_scheduler.hpp>
+#include <cronoq/codec.hpp>
 #include <cronoq/remote/worker_server.hpp>
 
 #include <gtest/gtest.h>
@@ -10,52 +12,70 @@
 namespace cronoq::test {
 namespace {
 
-using R = detail::RemoteReport;
+using namespace std::chrono_literals;
+using Sched = BlockingScheduler<std::string, std::string>;
 
-TEST(PythonWorker, CompletesFailsAndNacks) {
-    auto host = std::make_shared<RecordingHost>();
+TaskFailure failure_of(BlockingHandle<std::string>& handle) {
+    try {
+        const auto out = handle.get();
+        ADD_FAILURE() << "succeeded with " << *out;
+    } catch (const TaskFailure& f) {
+        return f;
+    }
+    return TaskFailure(TaskStatus::Succeeded, 0, "");
+}
+
+TEST(PythonWorker, CompletesFailsAndNacksForARealScheduler) {
+    auto sched = Sched::builder()
+                     .threads(2)
+                     .pool(Pool<std::string, std::string>("work").remote().retry(RetryPolicy{2, 10ms, 1.0, 10ms, false}))
+                     .build();
     WorkerServerConfig config;
     config.listen = "127.0.0.1:0";
     config.tokens = {"secret"};
-    auto server = WorkerServer::start_for_host(host, config);
-    Child worker("/usr/bin/python3",
-                 {CRONOQ_TEST_PYTHON_WORKER, "127.0.0.1:" + std::to_string(server.port()), "secret", "work"},
+    auto scheduler = sched.scheduler();
+    std::optional<WorkerServer> server(WorkerServer::start(scheduler, config));
+    const std::string target = "127.0.0.1:" + std::to_string(server->port());
+    Child python("/usr/bin/python3", {CRONOQ_TEST_PYTHON_WORKER, target, "secret", "work"},
                  {std::string("PYTHONPATH=") + CRONOQ_TEST_PYTHONPATH});
-    const auto registered = worker.read_until("R ");
+    const auto registered = python.read_until("R ");
     ASSERT_TRUE(registered) << "the Python worker did not register (python3-grpcio, python3-protobuf installed?)";
-    ASSERT_TRUE(host->wait([&] { return !host->connected.empty(); }));
-    {
-        auto lock = host->lock();
-        EXPECT_EQ(*registered, "R " + std::to_string(host->connected[0].id.value) + " 4");
-        EXPECT_EQ(host->connected[0].registration.name, "python");
-        EXPECT_EQ(host->connected[0].registration.labels.at("lang"), "python");
-    }
-    host->send_lease(0, 1, "echo:from python");
-    host->send_lease(0, 2, "fail:try again");
-    host->send_lease(0, 3, "permanent:bad input");
-    host->send_lease(0, 4, "reject:not here");
-    ASSERT_TRUE(host->wait([&] {
-        for (std::uint64_t l = 1; l <= 4; ++l)
-            if (!host->end_report(LeaseId{l})) return false;
-        return true;
-    }));
-    {
-        auto lock = host->lock();
-        const auto end = [&](std::uint64_t l) { return host->end_report(LeaseId{l})->what; };
-        ASSERT_TRUE(std::holds_alternative<R::Complete>(end(1)));
-        EXPECT_EQ(std::get<R::Complete>(end(1)).output, "from python");
-        ASSERT_TRUE(std::holds_alternative<R::Fail>(end(2)));
-        EXPECT_EQ(std::get<R::Fail>(end(2)).message, "try again");
-        EXPECT_FALSE(std::get<R::Fail>(end(2)).permanent);
-        ASSERT_TRUE(std::holds_alternative<R::Fail>(end(3)));
-        EXPECT_TRUE(std::get<R::Fail>(end(3)).permanent);
-        ASSERT_TRUE(std::holds_alternative<R::Nack>(end(4)));
-        EXPECT_EQ(std::get<R::Nack>(end(4)).reason, "not here");
-        for (std::uint64_t l = 1; l <= 4; ++l) EXPECT_EQ(host->count<R::Heartbeat>(LeaseId{l}), 1u);
-    }
-    server.stop();  // shutdown{"server stopping"}, then the stream's end
-    EXPECT_EQ(worker.read_until("E "), "E OK");
-    EXPECT_EQ(worker.wait(), 0);
+    EXPECT_EQ(registered->substr(registered->rfind(' ')), " 4");
+    Child cpp({"worker", "target=" + target, "token=secret", "name=w2", "slots=2", "label=name:w2"});
+
+    // Labelled lang=python: only the Python worker (registered with it) runs these.
+    const auto on_python = [&](std::string payload) {
+        return sched.submit(Task<std::string>(std::move(payload)).pool("work").label("lang", "python"));
+    };
+    auto echo = on_python("echo:from python");
+    auto flaky = on_python("fail:try again");
+    auto broken = on_python("permanent:bad input");
+    EXPECT_EQ(*echo.get(), "from python");
+    auto f = failure_of(flaky);
+    EXPECT_EQ(f.status(), TaskStatus::DeadLettered);
+    EXPECT_EQ(f.attempt(), 2u);
+    EXPECT_EQ(f.message(), "try again");
+    f = failure_of(broken);
+    EXPECT_EQ(f.status(), TaskStatus::Failed);
+    EXPECT_EQ(f.message(), "bad input");
+
+    // The C++ worker's two slots held: the next task can only go to Python,
+    // which nacks it; it waits for the C++ worker, without counting an attempt.
+    std::vector<BlockingHandle<std::string>> held;
+    for (int i = 0; i < 2; ++i)
+        held.push_back(sched.submit(Task<std::string>("block").pool("work").label("name", "w2")));
+    ASSERT_TRUE(cpp.read_until("S "));
+    ASSERT_TRUE(cpp.read_until("S "));
+    auto nacked = sched.submit(Task<std::string>("reject_on:python").pool("work"));
+    EXPECT_EQ(python.read_until("N "), "N " + std::to_string(nacked.id().value));
+    EXPECT_TRUE(held[0].cancel());
+    EXPECT_EQ(*nacked.get(), "w2 attempt=1");
+    EXPECT_TRUE(held[1].cancel());
+    for (auto& h : held) EXPECT_EQ(failure_of(h).status(), TaskStatus::Cancelled);
+
+    server.reset();  // shutdown{"server stopping"}, then the stream's end
+    EXPECT_EQ(python.read_until("E "), "E OK");
+    EXPECT_EQ(python.wait(), 0);
 }
 
 }  // namespace
