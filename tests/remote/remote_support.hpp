@@ -4,6 +4,8 @@
 // not need), worker child processes, scratch folders and test certificates.
 #include <cronoq/detail/remote_host.hpp>
 
+#include "child_process.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -95,36 +97,6 @@ private:
 struct TestCertificates {
     explicit TestCertificates(const std::filesystem::path& dir);
     std::filesystem::path ca, server_cert, server_key, client_cert, client_key, other_ca;
-};
-
-/// This test binary re-executed with `--child <args...>` (never fork: the
-/// test process runs gRPC's threads); its stdout is a pipe to the parent.
-class Child {
-public:
-    explicit Child(std::vector<std::string> args);
-    /// Another program, with `env` ("NAME=value") added to this one's.
-    Child(const std::string& program, std::vector<std::string> args, const std::vector<std::string>& env);
-    ~Child();  // SIGKILLs and reaps a child still running
-    Child(const Child&) = delete;
-    Child& operator=(const Child&) = delete;
-
-    /// The next line the child wrote, or empty after the hang guard or at
-    /// its end of output.
-    std::optional<std::string> read_line();
-    /// Lines until one starts with `prefix` (returned).
-    std::optional<std::string> read_until(const std::string& prefix);
-    void signal(int signal_number);
-    /// Waits for the child to end; its exit status, or 128 + signal.
-    int wait();
-
-private:
-    void spawn(const std::string& program, std::vector<std::string> argv, const std::vector<std::string>& env);
-
-    pid_t pid_ = -1;
-    int read_fd_ = -1;
-    std::string buffer_;
-    bool reaped_ = false;
-    int status_ = 0;
 };
 
 /// `--child worker key=value...`: a RemoteWorker<std::string, std::string>

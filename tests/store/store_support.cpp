@@ -4,14 +4,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
 #include <stdexcept>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
 
 namespace cronoq::test {
 
@@ -116,77 +111,6 @@ std::int64_t RawDb::query_int(const std::string& sql) {
     if (sqlite3_step(statement) == SQLITE_ROW) value = sqlite3_column_int64(statement, 0);
     sqlite3_finalize(statement);
     return value;
-}
-
-Child::Child(std::vector<std::string> args) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    // dup2 onto stdout clears O_CLOEXEC there: the child inherits the write end.
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    args.insert(args.begin(), {"/proc/self/exe", "--child"});
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    read_fd_ = fds[0];
-    if (rc != 0) throw std::runtime_error(std::string("posix_spawn failed: ") + std::strerror(rc));
-}
-
-Child::~Child() {
-    if (!reaped_) {
-        ::kill(pid_, SIGKILL);
-        ::kill(pid_, SIGCONT);
-        wait();
-    }
-    ::close(read_fd_);
-}
-
-std::optional<std::string> Child::read_line(std::chrono::milliseconds guard) {
-    const auto deadline = std::chrono::steady_clock::now() + guard;
-    for (;;) {
-        if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
-            std::string line = buffer_.substr(0, newline);
-            buffer_.erase(0, newline + 1);
-            return line;
-        }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) return std::nullopt;
-        pollfd p{read_fd_, POLLIN, 0};
-        const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) return std::nullopt;
-        char chunk[4096];
-        const ssize_t n = ::read(read_fd_, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return std::nullopt;
-        buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-}
-
-std::optional<std::string> Child::read_until(const std::string& prefix,
-                                             const std::function<void(const std::string&)>& seen) {
-    while (auto line = read_line(hang_guard)) {
-        if (seen) seen(*line);
-        if (line->rfind(prefix, 0) == 0) return line;
-    }
-    return std::nullopt;
-}
-
-void Child::signal(int signal_number) { ::kill(pid_, signal_number); }
-
-int Child::wait() {
-    if (!reaped_) {
-        int status = 0;
-        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-        }
-        reaped_ = true;
-        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    return status_;
 }
 
 }  // namespace cronoq::test

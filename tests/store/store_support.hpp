@@ -4,6 +4,8 @@
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/sqlite_store.hpp>
 
+#include "child_process.hpp"
+
 #include <sqlite3.h>
 
 #include <chrono>
@@ -76,34 +78,6 @@ public:
 
 private:
     sqlite3* db_ = nullptr;
-};
-
-/// A child process: this test binary re-executed with `--child <mode>
-/// <args...>` (never fork: NOTES.md), its stdout a pipe to the parent.
-class Child {
-public:
-    explicit Child(std::vector<std::string> args);
-    ~Child();  // SIGKILLs and reaps a child still running
-    Child(const Child&) = delete;
-    Child& operator=(const Child&) = delete;
-
-    /// The next line the child wrote, or empty after the hang guard (or at
-    /// its end of output).
-    std::optional<std::string> read_line(std::chrono::milliseconds guard = std::chrono::seconds(60));
-    /// Lines until one starts with `prefix` (returned), each passed to `seen`.
-    std::optional<std::string> read_until(const std::string& prefix,
-                                          const std::function<void(const std::string&)>& seen = {});
-    void signal(int signal_number);
-    /// Waits for the child to end; its exit status, or 128 + signal.
-    int wait();
-    pid_t pid() const { return pid_; }
-
-private:
-    pid_t pid_ = -1;
-    int read_fd_ = -1;
-    std::string buffer_;
-    bool reaped_ = false;
-    int status_ = 0;
 };
 
 /// Dispatches `--child <mode> ...`; returns the child's exit status.
