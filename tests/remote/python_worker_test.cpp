@@ -15,16 +15,6 @@ namespace {
 using namespace std::chrono_literals;
 using Sched = BlockingScheduler<std::string, std::string>;
 
-TaskFailure failure_of(BlockingHandle<std::string>& handle) {
-    try {
-        const auto out = handle.get();
-        ADD_FAILURE() << "succeeded with " << *out;
-    } catch (const TaskFailure& f) {
-        return f;
-    }
-    return TaskFailure(TaskStatus::Succeeded, 0, "");
-}
-
 TEST(PythonWorker, CompletesFailsAndNacksForARealScheduler) {
     auto sched = Sched::builder()
                      .threads(2)

@@ -1,5 +1,7 @@
 #include "remote_support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -138,6 +140,16 @@ TestCertificates::TestCertificates(const std::filesystem::path& dir) {
     server_key = dir / "server.key";
     client_cert = dir / "client.pem";
     client_key = dir / "client.key";
+}
+
+TaskFailure failure_of(BlockingHandle<std::string>& handle) {
+    try {
+        const auto out = handle.get();
+        ADD_FAILURE() << "succeeded with " << *out;
+    } catch (const TaskFailure& f) {
+        return f;
+    }
+    return TaskFailure(TaskStatus::Succeeded, 0, "");
 }
 
 }  // namespace cronoq::test

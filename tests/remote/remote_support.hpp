@@ -2,7 +2,9 @@
 // Helpers for the remote-worker tests: a RemoteHost that records what the
 // server tells it (the scheduler's side of the seam, which these tests do
 // not need), worker child processes, scratch folders and test certificates.
+#include <cronoq/blocking_scheduler.hpp>
 #include <cronoq/detail/remote_host.hpp>
+#include <cronoq/task_failure.hpp>
 
 #include "child_process.hpp"
 
@@ -102,5 +104,9 @@ struct TestCertificates {
 /// `--child worker key=value...`: a RemoteWorker<std::string, std::string>
 /// (child_worker.cpp).
 int child_main(int argc, char** argv);
+
+/// The task's failure; a success is a test failure (and an empty
+/// TaskFailure comes back).
+TaskFailure failure_of(BlockingHandle<std::string>& handle);
 
 }  // namespace cronoq::test

@@ -57,17 +57,6 @@ struct Served {
     }
 };
 
-/// The task's failure (it must not succeed).
-TaskFailure failure_of(BlockingHandle<std::string>& handle) {
-    try {
-        const auto out = handle.get();
-        ADD_FAILURE() << "succeeded with " << *out;
-    } catch (const TaskFailure& f) {
-        return f;
-    }
-    return TaskFailure(TaskStatus::Succeeded, 0, "");
-}
-
 TEST(SchedulerE2E, OutcomesAndRetriesAsForLocalExecutors) {
     Served s;
     auto w1 = s.worker("w1", 4);
