@@ -91,17 +91,6 @@ void RecordingHost::send_lease(std::size_t index, std::uint64_t lease, std::stri
 
 // ---- ScratchDir, TestCertificates ------------------------------------------------------
 
-ScratchDir::ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "cronoq-remote-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-}
-
-ScratchDir::~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-}
-
 namespace {
 
 void run(const std::string& command) {

@@ -7,6 +7,7 @@
 #include <cronoq/task_failure.hpp>
 
 #include "child_process.hpp"
+#include "scratch_dir.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -78,19 +79,6 @@ private:
     std::mutex mu_;
     std::condition_variable changed_;
     std::uint64_t next_worker_ = 0;
-};
-
-/// A fresh folder under the system's temporary folder, removed at the end.
-class ScratchDir {
-public:
-    ScratchDir();
-    ~ScratchDir();
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
 };
 
 /// Certificates made with openssl for one test run: a CA, a server

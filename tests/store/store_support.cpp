@@ -15,18 +15,6 @@ namespace {
 constexpr auto hang_guard = std::chrono::seconds(60);
 }  // namespace
 
-ScratchDir::ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "cronoq-store-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-}
-
-ScratchDir::~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ignored);
-    std::filesystem::remove_all(path_, ignored);
-}
-
 store::TaskRow task_row(std::uint64_t id, std::optional<std::string> key) {
     store::TaskRow row;
     row.id = TaskId{id};

@@ -5,6 +5,7 @@
 #include <cronoq/store/sqlite_store.hpp>
 
 #include "child_process.hpp"
+#include "scratch_dir.hpp"
 
 #include <sqlite3.h>
 
@@ -18,20 +19,6 @@
 #include <vector>
 
 namespace cronoq::test {
-
-/// A fresh folder under the system's temporary folder, removed at the end.
-class ScratchDir {
-public:
-    ScratchDir();
-    ~ScratchDir();
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path file(const std::string& name) const { return path_ / name; }
-
-private:
-    std::filesystem::path path_;
-};
 
 /// A Ready task row with id `id`, payload "payload-<id>".
 store::TaskRow task_row(std::uint64_t id, std::optional<std::string> key = std::nullopt);
