@@ -119,8 +119,11 @@ public:
     }
 
     void OnDone(const grpc::Status& status) override {
-        on_event_(StreamClosed{static_cast<int>(status.error_code()), status.error_message()});
-        auto self = std::move(self_);  // may be the last reference
+        // gRPC touches nothing of this object after OnDone, and this
+        // function touches nothing after the event, which carries the last
+        // reference to it (and so to the channel) off gRPC's thread.
+        auto on_event = std::move(on_event_);
+        on_event(StreamClosed{static_cast<int>(status.error_code()), status.error_message(), std::move(self_)});
     }
 
 private:

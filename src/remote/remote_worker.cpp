@@ -63,6 +63,87 @@ RemoteReport report_of(LeaseId lease, RemoteOutcome outcome) {
     return std::visit([&](auto&& what) { return RemoteReport{lease, std::move(what)}; }, std::move(outcome));
 }
 
+/// The worker's event queue, and all that gRPC's threads touch. It is kept
+/// apart from the worker so that gRPC's threads never hold the last
+/// reference to the worker: destroying the worker's channel inside a gRPC
+/// callback can shut gRPC down under its own feet. Its I/O objects exist
+/// only while the worker's loop runs (`open`, `close`), so that whichever
+/// thread drops the inbox last, after the io_context is gone, destroys none.
+class Inbox : public std::enable_shared_from_this<Inbox> {
+public:
+    /// On the strand, before the loop starts. False when run() ran before.
+    bool open(const asio::strand<asio::any_io_executor>& strand) {
+        std::lock_guard lock(mu_);
+        if (opened_) return false;
+        opened_ = true;
+        strand_.emplace(strand);
+        wake_.emplace(strand);
+        return true;
+    }
+
+    /// On the strand, as the loop ends (or its frame is destroyed).
+    void close() {
+        std::lock_guard lock(mu_);
+        wake_.reset();
+        strand_.reset();
+    }
+
+    /// From any thread. Before open() and after close() it only queues.
+    void push(Event event) {
+        std::lock_guard lock(mu_);
+        events_.push_back(std::move(event));
+        if (!strand_ || wake_pending_) return;
+        wake_pending_ = true;
+        asio::post(*strand_, [self = shared_from_this()] {
+            std::lock_guard lock(self->mu_);
+            self->wake_pending_ = false;
+            if (self->wake_) self->wake_->cancel();
+        });
+    }
+
+    /// True the first time only.
+    bool request_stop() {
+        std::lock_guard lock(mu_);
+        return !std::exchange(stop_requested_, true);
+    }
+
+    bool stop_requested() {
+        std::lock_guard lock(mu_);
+        return stop_requested_;
+    }
+
+    /// The next event, or none once `until` passed. On the strand; a push
+    /// between the check and the wait cancels the wait (its post runs on
+    /// the strand, after this coroutine suspended).
+    asio::awaitable<std::optional<Event>> next(Clock::time_point until) {
+        for (;;) {
+            asio::steady_timer* wake = nullptr;
+            {
+                std::lock_guard lock(mu_);
+                if (!events_.empty()) {
+                    std::optional<Event> event(std::move(events_.front()));
+                    events_.pop_front();
+                    co_return event;
+                }
+                wake = &*wake_;  // only close(), on this strand, resets it
+            }
+            if (Clock::now() >= until) co_return std::nullopt;
+            wake->expires_at(until);
+            std::error_code ec;
+            co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+    }
+
+private:
+    std::mutex mu_;
+    std::deque<Event> events_;
+    bool opened_ = false;
+    bool stop_requested_ = false;
+    bool wake_pending_ = false;
+    std::optional<asio::strand<asio::any_io_executor>> strand_;
+    std::optional<asio::steady_timer> wake_;
+};
+
 class Worker final : public RemoteWorkerCore, public std::enable_shared_from_this<Worker> {
 public:
     Worker(RemoteWorkerOptions options, Handler handler)
@@ -77,84 +158,40 @@ public:
     asio::awaitable<void> run() override {
         auto self = shared_from_this();
         handler_executor_ = co_await asio::this_coro::executor;
-        {
-            std::lock_guard lock(mu_);
-            if (strand_) throw std::logic_error("cronoq::RemoteWorker::run: called twice");
-            strand_.emplace(asio::make_strand(handler_executor_));
-            wake_.emplace(*strand_);
-        }
-        auto serving = asio::co_spawn(*strand_, self->serve(), asio::use_awaitable);
+        auto strand = asio::make_strand(handler_executor_);
+        if (!inbox_->open(strand)) throw std::logic_error("cronoq::RemoteWorker::run: called twice");
+        auto serving = asio::co_spawn(strand, self->serve(), asio::use_awaitable);
         co_await std::move(serving);
     }
 
     void stop() override {
-        {
-            std::lock_guard lock(mu_);
-            if (stop_requested_) return;
-            stop_requested_ = true;
-        }
-        push(StopRequested{});
+        if (inbox_->request_stop()) inbox_->push(StopRequested{});
     }
 
     void heartbeat(const RemoteLeaseState& lease) override {
-        push(HeartbeatWanted{lease.connection, lease.lease.lease});
+        inbox_->push(HeartbeatWanted{lease.connection, lease.lease.lease});
     }
 
     std::size_t granted_slots() const override { return granted_.load(std::memory_order_relaxed); }
 
 private:
-    /// From any thread.
-    void push(Event event) {
-        std::lock_guard lock(mu_);
-        events_.push_back(std::move(event));
-        if (!strand_ || wake_pending_) return;  // before run(): it finds the queue
-        wake_pending_ = true;
-        asio::post(*strand_, [self = shared_from_this()] {
-            {
-                std::lock_guard lock(self->mu_);
-                self->wake_pending_ = false;
-            }
-            self->wake_->cancel();
-        });
-    }
-
-    bool stop_requested() {
-        std::lock_guard lock(mu_);
-        return stop_requested_;
-    }
-
-    /// The next event, or none once `until` passed. On the strand; a push
-    /// between the check and the wait cancels the wait (its post runs on
-    /// the strand, after this coroutine suspended).
-    asio::awaitable<std::optional<Event>> next_event(Clock::time_point until) {
-        for (;;) {
-            std::optional<Event> event;
-            {
-                std::lock_guard lock(mu_);
-                if (!events_.empty()) {
-                    event.emplace(std::move(events_.front()));
-                    events_.pop_front();
-                }
-            }
-            if (event) co_return event;
-            if (Clock::now() >= until) co_return std::nullopt;
-            wake_->expires_at(until);
-            std::error_code ec;
-            co_await wake_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        }
-    }
-
     /// Connects, serves and reconnects until stop() or a refusal for good.
     asio::awaitable<void> serve() {
+        // The inbox's I/O objects go with this frame, which the io_context
+        // either ends or destroys.
+        struct CloseInbox {
+            Inbox& inbox;
+            ~CloseInbox() { inbox.close(); }
+        } close_inbox{*inbox_};
         auto backoff = std::max(options_.initial_backoff, std::chrono::nanoseconds(1));
         std::optional<StreamEnd> refused;
-        while (!stop_requested()) {
+        while (!inbox_->stop_requested()) {
             const StreamEnd end = co_await serve_stream();
             if (end.fatal()) {
                 refused = end;
                 break;
             }
-            if (stop_requested()) break;
+            if (inbox_->stop_requested()) break;
             if (end.not_leader) {
                 backoff = options_.initial_backoff;
                 continue;  // the leader moved: reconnect at once
@@ -165,7 +202,7 @@ private:
         }
         // Handlers of lost streams were cancelled; run() returns after them.
         while (handlers_alive_ > 0) {
-            auto event = co_await next_event(Clock::time_point::max());
+            auto event = co_await inbox_->next(Clock::time_point::max());
             if (event && std::holds_alternative<HandlerDone>(*event)) --handlers_alive_;
         }
         if (refused) throw RemoteWorkerError(refused->code, refused->message);
@@ -175,7 +212,7 @@ private:
     asio::awaitable<bool> pause(std::chrono::nanoseconds delay) {
         const auto until = after(Clock::now(), delay);
         for (;;) {
-            auto event = co_await next_event(until);
+            auto event = co_await inbox_->next(until);
             if (!event) co_return false;
             if (std::holds_alternative<StopRequested>(*event)) co_return true;
             if (std::holds_alternative<HandlerDone>(*event)) --handlers_alive_;
@@ -191,17 +228,16 @@ private:
         auto drain_deadline = Clock::time_point::max();
         bool stopping = false;
         {
-            std::weak_ptr<Worker> weak = shared_from_this();
             RegisterMessage message{WorkerRegistration{options_.pool, options_.slots, options_.name, options_.labels}};
-            stream_ = ClientStream::open(channel_, options_.token, std::move(message), [weak, connection](ServerEvent e) {
-                if (auto self = weak.lock()) self->push(FromStream{connection, std::move(e)});
+            stream_ = ClientStream::open(channel_, options_.token, std::move(message), [inbox = inbox_, connection](ServerEvent e) {
+                inbox->push(FromStream{connection, std::move(e)});
             });
         }
         auto close_if_drained = [&] {
             if (stopping && running_.empty()) stream_->close();
         };
         for (;;) {
-            auto event = co_await next_event(std::min(next_heartbeat, drain_deadline));
+            auto event = co_await inbox_->next(std::min(next_heartbeat, drain_deadline));
             const auto now = Clock::now();
             if (!event) {
                 if (now >= drain_deadline) {
@@ -293,7 +329,7 @@ private:
             panic = "unknown exception";
         }
         if (!panic.empty()) outcome = RemoteReport::Fail{"panic: " + panic, false, std::nullopt};
-        self->push(HandlerDone{state->connection, state->lease.lease, std::move(outcome)});
+        self->inbox_->push(HandlerDone{state->connection, state->lease.lease, std::move(outcome)});
     }
 
     void cancel_running() {
@@ -307,14 +343,9 @@ private:
     const std::shared_ptr<WorkerChannel> channel_;
     std::atomic<std::size_t> granted_{0};
 
-    std::mutex mu_;  // guards what follows, up to the strand's own state
-    std::deque<Event> events_;
-    bool stop_requested_ = false;
-    bool wake_pending_ = false;
-    std::optional<asio::strand<asio::any_io_executor>> strand_;
+    const std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
 
     // On the strand only.
-    std::optional<asio::steady_timer> wake_;
     asio::any_io_executor handler_executor_;
     std::uint64_t connection_ = 0;
     std::shared_ptr<ClientStream> stream_;

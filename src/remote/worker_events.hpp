@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 
@@ -37,6 +38,10 @@ struct WorkerSlots {
 struct StreamClosed {
     int code = 0;
     std::string message;
+    /// The closed stream's last reference, dropped by whoever handles the
+    /// event: never on gRPC's thread, where releasing a channel's last
+    /// reference makes gRPC's callback queue join the thread it runs on.
+    std::shared_ptr<void> stream;
 };
 using ServerEvent = std::variant<WorkerRegistered, RemoteLeaseOut, WorkerAbort, WorkerShutdown, WorkerSlots, StreamClosed>;
 
