@@ -14,7 +14,8 @@ namespace {
 using nlohmann::json;
 using Wall = std::chrono::system_clock::time_point;
 
-constexpr int format_version = 1;
+// The format's version: a reader refuses a newer one rather than guess.
+constexpr int schedule_format_version = 1;
 
 // Payload bytes in JSON text: hex, since they need not be UTF-8.
 std::string to_hex(std::string_view bytes) {
@@ -44,19 +45,17 @@ std::string from_hex(std::string_view hex) {
     return out;
 }
 
-std::int64_t ns(Wall t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(); }
-
 }  // namespace
 
 std::string encode_schedule(const RecurringRequest& request, std::string_view payload, Wall added_at) {
     const TaskRequest& task = request.task;
     json j = json::object();
-    j["v"] = format_version;
+    j["v"] = schedule_format_version;
     j["cron"] = request.cron;
     j["tz"] = request.tz;
     j["overlap"] = static_cast<int>(request.overlap);
     if (request.deadline_after) j["deadline_after"] = request.deadline_after->count();
-    j["added_at"] = ns(added_at);
+    j["added_at"] = wall_ns(added_at);
     // The template's relative deadline stays relative: each occurrence's
     // runs from its own submission (its start is set per occurrence).
     TaskRequest absolute = task;
@@ -73,9 +72,9 @@ std::string encode_schedule(const RecurringRequest& request, std::string_view pa
 
 StoredSchedule decode_schedule(std::string_view text) {
     const json j = json::parse(text);
-    if (j.value("v", 0) != format_version)
+    if (j.value("v", 0) != schedule_format_version)
         throw std::runtime_error("a schedule of format version " + std::to_string(j.value("v", 0)) +
-                                 " (this cronoq reads version " + std::to_string(format_version) + ")");
+                                 " (this cronoq reads version " + std::to_string(schedule_format_version) + ")");
     StoredSchedule s;
     RecurringRequest& r = s.request;
     r.cron = j.at("cron").get<std::string>();

@@ -13,10 +13,9 @@ namespace {
 using nlohmann::json;
 using Wall = std::chrono::system_clock::time_point;
 
-// Times as integer nanoseconds (wall times since the epoch): exact, and
-// readable by any tool that reads JSON.
+// Durations as integer nanoseconds, as wall times (wall_ns).
 std::int64_t ns(std::chrono::nanoseconds d) { return d.count(); }
-std::int64_t ns(Wall t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(); }
+std::int64_t ns(Wall t) { return wall_ns(t); }
 std::chrono::nanoseconds duration(const json& j) { return std::chrono::nanoseconds(j.get<std::int64_t>()); }
 Wall wall_time(const json& j) {
     return Wall(std::chrono::duration_cast<Wall::duration>(std::chrono::nanoseconds(j.get<std::int64_t>())));
@@ -45,6 +44,8 @@ TaskRef decode_ref(const json& j) {
 constexpr int format_version = 1;
 
 }  // namespace
+
+std::int64_t wall_ns(Wall t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(); }
 
 std::string encode_options(const TaskRequest& r, Wall wall) {
     json j = json::object();

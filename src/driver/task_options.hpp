@@ -5,10 +5,15 @@
 #include <cronoq/detail/task_request.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace cronoq::detail {
+
+/// A wall time as the JSON formats keep it: integer nanoseconds since the
+/// epoch, exact and readable by any tool that reads JSON.
+std::int64_t wall_ns(std::chrono::system_clock::time_point t);
 
 /// Everything of `r` but its payload, pool, kind and key (the store keeps
 /// those in columns of their own).

@@ -1,6 +1,14 @@
 #include "stored_values.hpp"
 
+#include <limits>
+
 namespace cronoq::store {
+
+std::int64_t to_int64(std::uint64_t value) {
+    return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+               ? std::numeric_limits<std::int64_t>::max()
+               : static_cast<std::int64_t>(value);
+}
 
 std::int64_t to_stored(WallTime time) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();

@@ -11,6 +11,8 @@
 namespace cronoq::store {
 
 std::int64_t to_stored(WallTime time);
+/// An id or a count in a signed 64-bit column, saturated at its maximum.
+std::int64_t to_int64(std::uint64_t value);
 WallTime from_stored(std::int64_t nanoseconds);
 /// `now - age`, no earlier than the Unix epoch: an age of `hours::max()`
 /// ("keep everything") must not wrap into the future.

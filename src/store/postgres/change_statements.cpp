@@ -32,12 +32,6 @@ constexpr std::uint32_t bytea_oid = 17;
 /// protocol message (at most 1 GiB); a single larger row still goes.
 constexpr std::size_t run_bytes = std::size_t{16} << 20;
 
-std::int64_t to_int64(std::uint64_t value) {
-    return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-               ? std::numeric_limits<std::int64_t>::max()
-               : static_cast<std::int64_t>(value);
-}
-
 /// One array parameter in PostgreSQL's binary format (array_recv): the
 /// elements as they come, the header once the length is known.
 class Column {

@@ -23,12 +23,6 @@ std::int64_t lock_key_of(const std::string& schema) {
 constexpr const char* task_columns =
     "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
 
-std::int64_t to_int64(std::uint64_t value) {
-    return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-               ? std::numeric_limits<std::int64_t>::max()
-               : static_cast<std::int64_t>(value);
-}
-
 TaskRow read_row(const Result& r, int i, const Names& names) {
     TaskRow row;
     row.id = TaskId{static_cast<std::uint64_t>(r.int64(i, 0))};

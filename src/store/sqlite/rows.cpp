@@ -40,12 +40,6 @@ TaskRow read_row(const Statement& statement, const Connection& connection) {
     return row;
 }
 
-std::int64_t to_int64(std::uint64_t value) {
-    return value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-               ? std::numeric_limits<std::int64_t>::max()
-               : static_cast<std::int64_t>(value);
-}
-
 std::optional<std::int64_t> optional_stored(const std::optional<WallTime>& time) {
     if (!time) return std::nullopt;
     return to_stored(*time);
