@@ -4,10 +4,10 @@ option(CRONOQ_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(CRONOQ_BUILD_BENCHMARKS "Build the benchmarks" OFF)
 option(CRONOQ_WERROR "Treat warnings as errors" OFF)
 option(CRONOQ_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang only)" OFF)
-# Test binaries compile their test files in batches, one translation unit
-# per batch (tests/CMakeLists.txt says why); OFF compiles each file alone,
-# quicker when editing one test.
-option(CRONOQ_UNITY_TESTS "Compile test files in batches (unity builds)" ON)
+# Libraries and test binaries compile their sources in batches, one
+# translation unit per batch (cronoq_unity below says why); OFF compiles
+# each file alone, quicker when editing one file.
+option(CRONOQ_UNITY_BUILD "Compile sources in batches (unity builds)" ON)
 set(CRONOQ_SANITIZE "" CACHE STRING "Sanitizers to build with: address,undefined or thread")
 
 # Optional components, each with a dependency (SPEC §14, §15): AUTO builds it
@@ -82,4 +82,22 @@ function(cronoq_warnings target)
     # initialised partially (`Bounds{100}`, `RetryPolicy{3, 1ms}`).
     target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-missing-field-initializers
         $<$<BOOL:${CRONOQ_WERROR}>:-Werror>)
+endfunction()
+
+# cronoq_unity(<target>): the target's sources compile in batches of 8, each
+# batch one translation unit. Most of a file's compile time goes to parsing
+# and instantiating the same headers (Asio, nlohmann/json, the scheduler's
+# templates); a batch does that once for all its files. Measured on a clean
+# Debug build: the engine's 18 files take 28 s of CPU as 3 batches against
+# 71 s one by one. Names in a file's anonymous namespace must therefore be
+# unique across its target.
+function(cronoq_unity target)
+    if(NOT CRONOQ_UNITY_BUILD)
+        return()
+    endif()
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    # GCC takes a batched file for a header, where a class with a member of a
+    # type from an anonymous namespace is worth a warning; in a source file
+    # it is not.
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
 endfunction()

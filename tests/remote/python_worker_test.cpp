@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cronoq::test {
+namespace cronoq::test::python_worker_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -69,4 +69,4 @@ TEST(PythonWorker, CompletesFailsAndNacksForARealScheduler) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::python_worker_test

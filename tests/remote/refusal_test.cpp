@@ -20,7 +20,7 @@
 #include <iterator>
 #include <thread>
 
-namespace cronoq::test {
+namespace cronoq::test::refusal_test {
 namespace {
 
 using Worker = RemoteWorker<std::string, std::string>;
@@ -257,4 +257,4 @@ TEST_F(Tls, AVerifiedClientCertificateNeedsNoToken) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::refusal_test

@@ -14,7 +14,7 @@
 #include <csignal>
 #include <map>
 
-namespace cronoq::test {
+namespace cronoq::test::scheduler_e2e_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -206,4 +206,4 @@ TEST(SchedulerE2E, NackedLeasesGoToAnotherWorkerWithoutCountingAnAttempt) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::scheduler_e2e_test

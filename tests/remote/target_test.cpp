@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cronoq::detail {
+namespace cronoq::detail::target_test {
 namespace {
 
 TEST(Target, TheSchemeIsStrippedAndDecidesTls) {
@@ -35,4 +35,4 @@ TEST(Target, ASchemeAgainstTheTlsSettingsIsInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace cronoq::detail
+}  // namespace cronoq::detail::target_test

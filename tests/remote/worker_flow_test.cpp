@@ -8,7 +8,7 @@
 
 #include <csignal>
 
-namespace cronoq::test {
+namespace cronoq::test::worker_flow_test {
 namespace {
 
 using R = detail::RemoteReport;
@@ -219,4 +219,4 @@ TEST(WorkerFlow, StopDrainsRunningLeasesThenCancelsTheRest) {
 }
 
 }  // namespace
-}  // namespace cronoq::test
+}  // namespace cronoq::test::worker_flow_test
