@@ -221,6 +221,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
                     p.lanes.emplace_back(asio::make_strand(p.executor));
             }
         }
+        state->any_remote = state->any_remote || d.engine.remote;
         p.def = std::move(d);
     }
     state->timer = state->clock->make_timer(executor);
@@ -307,19 +308,33 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
 std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
     std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
     results.reserve(requests.size());
-    // With a store, each request's bytes are made before the engine's mutex.
-    std::vector<std::optional<SubmitResult<Encoded>>> encoded(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i)
-        if (s_->needs_encoding(requests[i])) encoded[i].emplace(s_->encode(requests[i]));
+    const auto at = [](void* rs, std::size_t i) -> TaskRequest& { return (*static_cast<std::vector<TaskRequest>*>(rs))[i]; };
+    const auto sink = [](void* out, SubmitResult<std::shared_ptr<HandleState>>&& r) {
+        static_cast<std::vector<SubmitResult<std::shared_ptr<HandleState>>>*>(out)->push_back(std::move(r));
+    };
+    try_submit_many(requests.size(), at, &requests, sink, &results);
+    return results;
+}
+
+void SchedulerCore::try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results) {
+    // With a store or a remote pool, each request's bytes are made before
+    // the engine's mutex; without either, no request needs them and no
+    // array for them is made.
+    std::vector<std::optional<SubmitResult<Encoded>>> encoded;
+    if (s_->durable || s_->any_remote) {
+        encoded.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+            if (s_->needs_encoding(at(tasks, i))) encoded[i].emplace(s_->encode(at(tasks, i)));
+    }
     State::Step step(*s_);
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        if (encoded[i] && !*encoded[i]) {
-            results.emplace_back(encoded[i]->error(), encoded[i]->message());
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto* bytes = encoded.empty() || !encoded[i] ? nullptr : &*encoded[i];
+        if (bytes && !*bytes) {
+            sink(results, SubmitResult<std::shared_ptr<HandleState>>(bytes->error(), bytes->message()));
             continue;
         }
-        results.push_back(s_->submit_one(requests[i], encoded[i] ? &encoded[i]->value() : nullptr));
+        sink(results, s_->submit_one(at(tasks, i), bytes ? &bytes->value() : nullptr));
     }
-    return results;
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {

@@ -209,6 +209,9 @@ struct SchedulerCore::State {
     SchedulerOptions options;
     std::shared_ptr<Clock> clock;
     std::weak_ptr<SchedulerCore> self;
+    // Whether a pool is remote (set at build): only then may a request
+    // without a store need its payload encoded.
+    bool any_remote = false;
     // Whether debug lines are wanted, read once at build: the hot path
     // does not ask the logger for every abort.
     bool debug_logging = false;
@@ -317,7 +320,7 @@ struct SchedulerCore::State {
     /// The remote pool a request goes to; null for a local one (or unknown).
     const PoolRuntime* remote_pool_of(const TaskRequest& r) const;
     /// Whether `r`'s payload is encoded before the mutex (a store, a remote pool).
-    bool needs_encoding(const TaskRequest& r) const { return durable || remote_pool_of(r); }
+    bool needs_encoding(const TaskRequest& r) const { return durable || (any_remote && remote_pool_of(r)); }
     /// Mutex held, at the end of a shutdown: every worker is told.
     void shutdown_sessions();
 

@@ -21,6 +21,11 @@ struct Access {
     static const auto& state(const T& t) {
         return t.state_;
     }
+    /// The detail state behind `t`, to be consumed in place.
+    template <class T>
+    static auto& state_of(T& t) {
+        return t.state_;
+    }
     /// The detail state of `t`, moved out (a builder handing over what it
     /// built).
     template <class T>
