@@ -152,8 +152,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
     // The record is made first: the engine carries it from admission on.
     auto record = make_record(spec.pool, std::move(r), wall);
     if (encoded && pools[spec.pool].def.engine.remote) {
-        record->remote_payload = encoded->payload;
-        record->remote_encoded = true;
+        record->remote_payload = std::make_unique<std::string>(encoded->payload);
     }
     spec.user = to_user(record.get());
     auto id = engine.submit(spec, now);
@@ -360,8 +359,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     for (std::size_t i = 0; i < requests.size(); ++i) {
         records.push_back(s.make_record(specs[i].pool, std::move(requests[i]), wall));
         if (encoded[i] && s.pools[specs[i].pool].def.engine.remote) {
-            records.back()->remote_payload = encoded[i]->payload;
-            records.back()->remote_encoded = true;
+            records.back()->remote_payload = std::make_unique<std::string>(encoded[i]->payload);
         }
         specs[i].user = to_user(records.back().get());
     }
