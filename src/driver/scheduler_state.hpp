@@ -306,7 +306,7 @@ struct SchedulerCore::State {
     void end_read(std::unique_lock<EngineMutex>& lock);
     /// Queues an attempt's end; served by whichever step comes next, at
     /// once if nobody holds the engine.
-    void post_end(AttemptEnd end);
+    void post_end(AttemptEnd&& end);
     /// The same for a remote worker's report.
     void post_remote(RemoteEnd end);
     /// Mutex held: moves what the inbox holds to `ends` and `remote_ends`.
@@ -404,7 +404,7 @@ struct SchedulerCore::State {
     static void start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) noexcept;
     /// What the attempt's coroutine returned or threw, reported on its lane.
     static void end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a, std::exception_ptr thrown,
-                            AttemptOutput out);
+                            AttemptOutput&& out);
     void link_running(Attempt& a);
     bool unlink_running(Attempt& a);
     void arm_abandon();
