@@ -145,7 +145,7 @@ public:
         out.reserve(tasks.size());
         // The core reads each task's request in place and hands each result
         // straight to `out`: no array of requests or of untyped results.
-        const auto at = [](void* ts, std::size_t i) -> detail::TaskRequest& {
+        const auto at = [](void* ts, std::size_t i) -> detail::TaskState& {
             return detail::Access::state_of((*static_cast<std::vector<Task<P>>*>(ts))[i]);
         };
         const auto sink = [](void* results, SubmitResult<std::shared_ptr<detail::HandleState>>&& r) {

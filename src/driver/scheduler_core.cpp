@@ -304,36 +304,78 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
     co_return handle;
 }
 
-std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
-    std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
-    results.reserve(requests.size());
-    const auto at = [](void* rs, std::size_t i) -> TaskRequest& { return (*static_cast<std::vector<TaskRequest>*>(rs))[i]; };
-    const auto sink = [](void* out, SubmitResult<std::shared_ptr<HandleState>>&& r) {
-        static_cast<std::vector<SubmitResult<std::shared_ptr<HandleState>>>*>(out)->push_back(std::move(r));
-    };
-    try_submit_many(requests.size(), at, &requests, sink, &results);
-    return results;
-}
+namespace {
 
-void SchedulerCore::try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results) {
+// Each request admitted or rejected on its own, in one step: `request(i)`
+// is request `i` (consumed only when admitted).
+template <class Request>
+void submit_each(SchedulerCore::State& s, std::size_t n, Request&& request, SchedulerCore::ResultSink sink, void* results) {
     // With a store or a remote pool, each request's bytes are made before
     // the engine's mutex; without either, no request needs them and no
     // array for them is made.
     std::vector<std::optional<SubmitResult<Encoded>>> encoded;
-    if (s_->durable || s_->any_remote) {
+    if (s.durable || s.any_remote) {
         encoded.resize(n);
         for (std::size_t i = 0; i < n; ++i)
-            if (s_->needs_encoding(at(tasks, i))) encoded[i].emplace(s_->encode(at(tasks, i)));
+            if (s.needs_encoding(request(i))) encoded[i].emplace(s.encode(request(i)));
     }
-    State::Step step(*s_);
+    SchedulerCore::State::Step step(s);
     for (std::size_t i = 0; i < n; ++i) {
         const auto* bytes = encoded.empty() || !encoded[i] ? nullptr : &*encoded[i];
         if (bytes && !*bytes) {
             sink(results, SubmitResult<std::shared_ptr<HandleState>>(bytes->error(), bytes->message()));
             continue;
         }
-        sink(results, s_->submit_one(at(tasks, i), bytes ? &bytes->value() : nullptr));
+        sink(results, s.submit_one(request(i), bytes ? &bytes->value() : nullptr));
     }
+}
+
+}  // namespace
+
+std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
+    std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
+    results.reserve(requests.size());
+    const auto sink = [](void* out, SubmitResult<std::shared_ptr<HandleState>>&& r) {
+        static_cast<std::vector<SubmitResult<std::shared_ptr<HandleState>>>*>(out)->push_back(std::move(r));
+    };
+    submit_each(*s_, requests.size(), [&](std::size_t i) -> TaskRequest& { return requests[i]; }, sink, &results);
+    return results;
+}
+
+void SchedulerCore::try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results) {
+    if (s_->durable || s_->any_remote) {
+        // Encoded before the mutex: every request is made whole first.
+        std::vector<TaskRequest> requests;
+        requests.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) requests.push_back(std::move(at(tasks, i)));
+        return submit_each(*s_, n, [&](std::size_t i) -> TaskRequest& { return requests[i]; }, sink, results);
+    }
+    // Without encoding, one request is filled with each task in turn: no
+    // array of requests, which at 432 bytes each would be the largest the
+    // batch writes. A task with options assigns every field of it; one
+    // without sets the payload, pool, kind and priority, and finds the rest
+    // at the defaults: submitting such a task moves out only fields that
+    // were at their defaults already (a task without options has no key,
+    // tags or traceparent), and after a task with options it is reset.
+    TaskRequest request;
+    bool clean = true;
+    std::size_t current = n;
+    const auto request_of = [&](std::size_t i) -> TaskRequest& {
+        if (i == current) return request;
+        current = i;
+        TaskState& task = at(tasks, i);
+        if (task.has_more()) {
+            clean = false;
+        } else if (!clean) {
+            request = TaskRequest{};
+            clean = true;
+        } else {
+            request.tags.clear();  // moved from: empty, but say so
+        }
+        task.move_into(request);
+        return request;
+    };
+    submit_each(*s_, n, request_of, sink, results);
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
