@@ -14,6 +14,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <thread>
 
 namespace cronoq::detail {
@@ -138,12 +139,10 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(TaskRequest& r, const Encoded* encoded) {
     if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    std::optional<Encoded> here;  // a recurring occurrence's, made under the mutex
-    if (durable && !encoded) {
-        auto bytes = encode(r);
-        if (!bytes) return {bytes.error(), bytes.message()};
-        encoded = &here.emplace(std::move(bytes).value());
-    }
+    // With a store, every caller made the bytes before the mutex (a
+    // recurring occurrence's from its template's, encoded when the schedule
+    // was added): none is encoded here.
+    assert(!durable || encoded);
     const auto now = clock->now();
     // Wall time matters only to map time points: read it only then.
     const auto wall = needs_wall(r) ? clock->system_now() : std::chrono::system_clock::time_point{};

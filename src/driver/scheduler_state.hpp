@@ -356,8 +356,8 @@ struct SchedulerCore::State {
     /// itself when admitted, else the record of the task holding the key.
     std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record, const Encoded* encoded);
     /// Consumes `r` only when it is admitted, so that a waiting submitter
-    /// can try again with it. With a store, `encoded` is its bytes (made
-    /// here, under the mutex, when null).
+    /// can try again with it. With a store, `encoded` is its bytes, made
+    /// by the caller before the mutex (required).
     SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r, const Encoded* encoded = nullptr);
     std::optional<TaskId> resolve(const TaskRef& ref) const;
     /// Admits `r` as a new task in place of the ended task `old`
