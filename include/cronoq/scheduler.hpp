@@ -141,18 +141,21 @@ public:
     /// waits; `Full` under `OverflowPolicy::Wait`). Results in the order of
     /// `tasks`. Unlike `try_submit_batch`, one rejection admits the rest.
     std::vector<SubmitResult<TaskHandle<O>>> try_submit_many(std::vector<Task<P>> tasks) {
-        std::vector<detail::TaskRequest> requests;
-        requests.reserve(tasks.size());
-        for (Task<P>& t : tasks) requests.push_back(detail::Access::take(std::move(t)));
-        auto results = owner_->core->try_submit_many(std::move(requests));
         std::vector<SubmitResult<TaskHandle<O>>> out;
-        out.reserve(results.size());
-        for (auto& r : results) {
+        out.reserve(tasks.size());
+        // The core reads each task's request in place and hands each result
+        // straight to `out`: no array of requests or of untyped results.
+        const auto at = [](void* ts, std::size_t i) -> detail::TaskState& {
+            return detail::Access::state_of((*static_cast<std::vector<Task<P>>*>(ts))[i]);
+        };
+        const auto sink = [](void* results, SubmitResult<std::shared_ptr<detail::HandleState>>&& r) {
+            auto& o = *static_cast<std::vector<SubmitResult<TaskHandle<O>>>*>(results);
             if (r)
-                out.emplace_back(detail::Access::make<TaskHandle<O>>(std::move(r).value()));
+                o.emplace_back(detail::Access::make<TaskHandle<O>>(std::move(r).value()));
             else
-                out.emplace_back(r.error(), r.message());
-        }
+                o.emplace_back(r.error(), r.message());
+        };
+        owner_->core->try_submit_many(tasks.size(), at, &tasks, sink, &out);
         return out;
     }
 

@@ -36,37 +36,37 @@ public:
     /// Idempotency: while a live or retained task holds this key, submitting
     /// it again runs nothing new and returns a handle to that task. Handed
     /// to attempts as `TaskContext::key()`; names the task in a `TaskRef`.
-    Task& key(std::string k) { state_.key = std::move(k); return *this; }
+    Task& key(std::string k) { state_.more().key = std::move(k); return *this; }
     /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
     template <class Rep, class Period>
     Task& deadline_in(std::chrono::duration<Rep, Period> d) {
-        state_.deadline_in = saturating_ns(d);
-        state_.deadline_at.reset();
+        state_.more().deadline_in = saturating_ns(d);
+        state_.more().deadline_at.reset();
         return *this;
     }
-    Task& deadline_at(std::chrono::system_clock::time_point t) { state_.deadline_at = t; state_.deadline_in.reset(); return *this; }
+    Task& deadline_at(std::chrono::system_clock::time_point t) { state_.more().deadline_at = t; state_.more().deadline_in.reset(); return *this; }
     /// A fixed start (SPEC §6): the task is `Scheduled` until then and
     /// dispatched at it, ahead of ordinary ready work; the pool keeps a slot
     /// free for it from `max_hold` before. It reserves a slot for its
     /// expected duration; more reservations at once than the pool's
     /// `reservable_fraction` allows fail with `ReservationConflict`.
-    Task& start_at(std::chrono::system_clock::time_point t) { state_.start_at = t; state_.start_in.reset(); return *this; }
+    Task& start_at(std::chrono::system_clock::time_point t) { state_.more().start_at = t; state_.more().start_in.reset(); return *this; }
     template <class Rep, class Period>
     Task& start_in(std::chrono::duration<Rep, Period> d) {
-        state_.start_in = saturating_ns(d);
-        state_.start_at.reset();
+        state_.more().start_in = saturating_ns(d);
+        state_.more().start_at.reset();
         return *this;
     }
     /// How late a start may be before `on_miss` applies (default 1 s).
     template <class Rep, class Period>
     Task& start_tolerance(std::chrono::duration<Rep, Period> d) {
-        state_.start_tolerance = saturating_ns(d);
+        state_.more().start_tolerance = saturating_ns(d);
         return *this;
     }
-    Task& on_miss(MissPolicy p) { state_.on_miss = p; return *this; }
+    Task& on_miss(MissPolicy p) { state_.more().on_miss = p; return *this; }
     /// Waits for another task (SPEC §7): `Blocked` until every edge is met,
     /// `Skipped` as soon as one cannot be. May be called several times.
-    Task& depends_on(Dep dep) { state_.depends_on.push_back(std::move(dep)); return *this; }
+    Task& depends_on(Dep dep) { state_.more().depends_on.push_back(std::move(dep)); return *this; }
     /// Needs `amount` units of a resource declared on the scheduler
     /// (`Builder::resource`) for each attempt: all of a task's resources
     /// are taken together at dispatch; a semaphore's units are held until
@@ -74,38 +74,38 @@ public:
     /// `UnknownResource` at submit; more than the resource could ever grant
     /// is `ResourceExceedsCapacity`.
     Task& resource(std::string name, std::uint32_t amount) {
-        state_.resources.push_back({std::move(name), amount});
+        state_.more().resources.push_back({std::move(name), amount});
         return *this;
     }
     /// Per attempt; an attempt still running after `d` fails retryably.
     template <class Rep, class Period>
     Task& timeout(std::chrono::duration<Rep, Period> d) {
-        state_.timeout = saturating_ns(d);
+        state_.more().timeout = saturating_ns(d);
         return *this;
     }
-    Task& retry(RetryPolicy policy) { state_.retry = policy; return *this; }
-    Task& tag(std::string k, std::string v) { state_.tags.emplace_back(std::move(k), std::move(v)); return *this; }
+    Task& retry(RetryPolicy policy) { state_.more().retry = policy; return *this; }
+    Task& tag(std::string k, std::string v) { state_.more().tags.emplace_back(std::move(k), std::move(v)); return *this; }
     /// Remote pools only (SPEC §15; `SubmitError::Invalid` on a local
     /// pool): the task runs only on a worker registered with this label
     /// and value (and every other label given). It waits for such a worker
     /// without holding back tasks that other workers can run. Setting a
     /// name again replaces its value.
     Task& label(std::string name, std::string value) {
-        for (auto& [n, v] : state_.labels)
+        for (auto& [n, v] : state_.more().labels)
             if (n == name) {
                 v = std::move(value);
                 return *this;
             }
-        state_.labels.emplace_back(std::move(name), std::move(value));
+        state_.more().labels.emplace_back(std::move(name), std::move(value));
         return *this;
     }
     /// W3C trace context handed to every attempt; default: the
     /// "traceparent" tag, if any.
-    Task& traceparent(std::string tp) { state_.traceparent = std::move(tp); return *this; }
+    Task& traceparent(std::string tp) { state_.more().traceparent = std::move(tp); return *this; }
     /// Expected run time, for the deadline's latest start.
     template <class Rep, class Period>
     Task& duration_hint(std::chrono::duration<Rep, Period> d) {
-        state_.duration_hint = saturating_ns(d);
+        state_.more().duration_hint = saturating_ns(d);
         return *this;
     }
 
@@ -113,7 +113,7 @@ private:
     friend struct detail::Access;
     struct shared_tag {};
     Task(std::shared_ptr<const P> payload, shared_tag) { state_.payload = std::move(payload); }
-    detail::TaskRequest state_;
+    detail::TaskState state_;
 };
 
 }  // namespace cronoq

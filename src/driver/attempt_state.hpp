@@ -62,9 +62,9 @@ struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     std::shared_ptr<const void> output;
     std::string encoded_output;
     /// In a remote pool: the payload through codec<P>, made at submit off
-    /// the engine's mutex (`remote_encoded`); else made when a lease goes out.
-    std::string remote_payload;
-    bool remote_encoded = false;
+    /// the engine's mutex; null until then (else made when a lease goes
+    /// out). A pointer: most tasks run here, and the record stays small.
+    std::unique_ptr<std::string> remote_payload;
     /// A keyed task's other options, as submitted, for `Scheduler::retry`
     /// (a retained task keeps its record only when it has a key). Null for
     /// a task without a key: no allocation on the common path.

@@ -18,15 +18,15 @@ namespace detail {
 void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output) {
     {
         std::lock_guard lock(mu_);
-        if (done_) return;
-        done_ = true;
+        if (done_.load(std::memory_order_relaxed)) return;
         final_ = status;
         attempt_ = attempt;
         message_ = std::move(message);
         output_ = std::move(output);
         set_status(status);
+        done_.store(true, std::memory_order_seq_cst);
     }
-    cv_.notify_all();
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) parking::unpark(this);
     done_waits_.set();
 }
 
@@ -37,18 +37,23 @@ std::shared_ptr<const void> HandleState::outcome() const {
 }
 
 std::optional<std::shared_ptr<const void>> HandleState::wait_blocking(std::optional<std::chrono::nanoseconds> timeout) {
-    {
-        std::unique_lock lock(mu_);
-        // wait_for adds the timeout to steady_clock::now() unchecked: a long
-        // timeout overflows into the past and returns at once. A deadline
-        // beyond the clock's range is no deadline.
+    if (!done_.load(std::memory_order_acquire)) {
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        struct Leave {
+            std::atomic<std::uint32_t>& n;
+            ~Leave() { n.fetch_sub(1, std::memory_order_seq_cst); }
+        } leave{sleepers_};
+        const auto done = [this] { return done_.load(std::memory_order_seq_cst); };
+        // wait_until adds nothing, but a deadline computed from now() and a
+        // long timeout overflows into the past and returns at once: a
+        // deadline beyond the clock's range is no deadline.
         const auto start = std::chrono::steady_clock::now();
         const auto room = std::chrono::steady_clock::time_point::max() - start;
         if (timeout && *timeout < room) {
             const auto deadline = start + std::max(*timeout, std::chrono::nanoseconds::zero());
-            if (!cv_.wait_until(lock, deadline, [this] { return done_; })) return std::nullopt;
+            if (!parking::park_until(this, deadline, done)) return std::nullopt;
         } else {
-            cv_.wait(lock, [this] { return done_; });
+            parking::park(this, done);
         }
     }
     return outcome();

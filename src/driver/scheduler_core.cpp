@@ -14,6 +14,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <thread>
 
 namespace cronoq::detail {
@@ -138,12 +139,10 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(TaskRequest& r, const Encoded* encoded) {
     if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    std::optional<Encoded> here;  // a recurring occurrence's, made under the mutex
-    if (durable && !encoded) {
-        auto bytes = encode(r);
-        if (!bytes) return {bytes.error(), bytes.message()};
-        encoded = &here.emplace(std::move(bytes).value());
-    }
+    // With a store, every caller made the bytes before the mutex (a
+    // recurring occurrence's from its template's, encoded when the schedule
+    // was added): none is encoded here.
+    assert(!durable || encoded);
     const auto now = clock->now();
     // Wall time matters only to map time points: read it only then.
     const auto wall = needs_wall(r) ? clock->system_now() : std::chrono::system_clock::time_point{};
@@ -152,8 +151,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
     // The record is made first: the engine carries it from admission on.
     auto record = make_record(spec.pool, std::move(r), wall);
     if (encoded && pools[spec.pool].def.engine.remote) {
-        record->remote_payload = encoded->payload;
-        record->remote_encoded = true;
+        record->remote_payload = std::make_unique<std::string>(encoded->payload);
     }
     spec.user = to_user(record.get());
     auto id = engine.submit(spec, now);
@@ -221,6 +219,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
                     p.lanes.emplace_back(asio::make_strand(p.executor));
             }
         }
+        state->any_remote = state->any_remote || d.engine.remote;
         p.def = std::move(d);
     }
     state->timer = state->clock->make_timer(executor);
@@ -304,22 +303,78 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
     co_return handle;
 }
 
+namespace {
+
+// Each request admitted or rejected on its own, in one step: `request(i)`
+// is request `i` (consumed only when admitted).
+template <class Request>
+void submit_each(SchedulerCore::State& s, std::size_t n, Request&& request, SchedulerCore::ResultSink sink, void* results) {
+    // With a store or a remote pool, each request's bytes are made before
+    // the engine's mutex; without either, no request needs them and no
+    // array for them is made.
+    std::vector<std::optional<SubmitResult<Encoded>>> encoded;
+    if (s.durable || s.any_remote) {
+        encoded.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+            if (s.needs_encoding(request(i))) encoded[i].emplace(s.encode(request(i)));
+    }
+    SchedulerCore::State::Step step(s);
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto* bytes = encoded.empty() || !encoded[i] ? nullptr : &*encoded[i];
+        if (bytes && !*bytes) {
+            sink(results, SubmitResult<std::shared_ptr<HandleState>>(bytes->error(), bytes->message()));
+            continue;
+        }
+        sink(results, s.submit_one(request(i), bytes ? &bytes->value() : nullptr));
+    }
+}
+
+}  // namespace
+
 std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
     std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
     results.reserve(requests.size());
-    // With a store, each request's bytes are made before the engine's mutex.
-    std::vector<std::optional<SubmitResult<Encoded>>> encoded(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i)
-        if (s_->needs_encoding(requests[i])) encoded[i].emplace(s_->encode(requests[i]));
-    State::Step step(*s_);
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        if (encoded[i] && !*encoded[i]) {
-            results.emplace_back(encoded[i]->error(), encoded[i]->message());
-            continue;
-        }
-        results.push_back(s_->submit_one(requests[i], encoded[i] ? &encoded[i]->value() : nullptr));
-    }
+    const auto sink = [](void* out, SubmitResult<std::shared_ptr<HandleState>>&& r) {
+        static_cast<std::vector<SubmitResult<std::shared_ptr<HandleState>>>*>(out)->push_back(std::move(r));
+    };
+    submit_each(*s_, requests.size(), [&](std::size_t i) -> TaskRequest& { return requests[i]; }, sink, &results);
     return results;
+}
+
+void SchedulerCore::try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results) {
+    if (s_->durable || s_->any_remote) {
+        // Encoded before the mutex: every request is made whole first.
+        std::vector<TaskRequest> requests;
+        requests.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) requests.push_back(std::move(at(tasks, i)));
+        return submit_each(*s_, n, [&](std::size_t i) -> TaskRequest& { return requests[i]; }, sink, results);
+    }
+    // Without encoding, one request is filled with each task in turn: no
+    // array of requests, which at 432 bytes each would be the largest the
+    // batch writes. A task with options assigns every field of it; one
+    // without sets the payload, pool, kind and priority, and finds the rest
+    // at the defaults: submitting such a task moves out only fields that
+    // were at their defaults already (a task without options has no key,
+    // tags or traceparent), and after a task with options it is reset.
+    TaskRequest request;
+    bool clean = true;
+    std::size_t current = n;
+    const auto request_of = [&](std::size_t i) -> TaskRequest& {
+        if (i == current) return request;
+        current = i;
+        TaskState& task = at(tasks, i);
+        if (task.has_more()) {
+            clean = false;
+        } else if (!clean) {
+            request = TaskRequest{};
+            clean = true;
+        } else {
+            request.tags.clear();  // moved from: empty, but say so
+        }
+        task.move_into(request);
+        return request;
+    };
+    submit_each(*s_, n, request_of, sink, results);
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
@@ -345,8 +400,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     for (std::size_t i = 0; i < requests.size(); ++i) {
         records.push_back(s.make_record(specs[i].pool, std::move(requests[i]), wall));
         if (encoded[i] && s.pools[specs[i].pool].def.engine.remote) {
-            records.back()->remote_payload = encoded[i]->payload;
-            records.back()->remote_encoded = true;
+            records.back()->remote_payload = std::make_unique<std::string>(encoded[i]->payload);
         }
         specs[i].user = to_user(records.back().get());
     }

@@ -73,8 +73,8 @@ void SchedulerCore::State::dispatch_remote(core::Dispatch& d, TaskRecord& record
         out.attempt = a->attempt;
         out.pool = *r.pool;
         std::string problem;
-        if (r.remote_encoded) {
-            out.payload = r.remote_payload;
+        if (r.remote_payload) {
+            out.payload = *r.remote_payload;
         } else {
             try {
                 out.payload = a->pool->def.codec.encode_payload(r.payload.get());

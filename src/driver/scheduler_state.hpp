@@ -209,6 +209,9 @@ struct SchedulerCore::State {
     SchedulerOptions options;
     std::shared_ptr<Clock> clock;
     std::weak_ptr<SchedulerCore> self;
+    // Whether a pool is remote (set at build): only then may a request
+    // without a store need its payload encoded.
+    bool any_remote = false;
     // Whether debug lines are wanted, read once at build: the hot path
     // does not ask the logger for every abort.
     bool debug_logging = false;
@@ -303,7 +306,7 @@ struct SchedulerCore::State {
     void end_read(std::unique_lock<EngineMutex>& lock);
     /// Queues an attempt's end; served by whichever step comes next, at
     /// once if nobody holds the engine.
-    void post_end(AttemptEnd end);
+    void post_end(AttemptEnd&& end);
     /// The same for a remote worker's report.
     void post_remote(RemoteEnd end);
     /// Mutex held: moves what the inbox holds to `ends` and `remote_ends`.
@@ -317,7 +320,7 @@ struct SchedulerCore::State {
     /// The remote pool a request goes to; null for a local one (or unknown).
     const PoolRuntime* remote_pool_of(const TaskRequest& r) const;
     /// Whether `r`'s payload is encoded before the mutex (a store, a remote pool).
-    bool needs_encoding(const TaskRequest& r) const { return durable || remote_pool_of(r); }
+    bool needs_encoding(const TaskRequest& r) const { return durable || (any_remote && remote_pool_of(r)); }
     /// Mutex held, at the end of a shutdown: every worker is told.
     void shutdown_sessions();
 
@@ -353,8 +356,8 @@ struct SchedulerCore::State {
     /// itself when admitted, else the record of the task holding the key.
     std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record, const Encoded* encoded);
     /// Consumes `r` only when it is admitted, so that a waiting submitter
-    /// can try again with it. With a store, `encoded` is its bytes (made
-    /// here, under the mutex, when null).
+    /// can try again with it. With a store, `encoded` is its bytes, made
+    /// by the caller before the mutex (required).
     SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r, const Encoded* encoded = nullptr);
     std::optional<TaskId> resolve(const TaskRef& ref) const;
     /// Admits `r` as a new task in place of the ended task `old`
@@ -401,7 +404,7 @@ struct SchedulerCore::State {
     static void start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) noexcept;
     /// What the attempt's coroutine returned or threw, reported on its lane.
     static void end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a, std::exception_ptr thrown,
-                            AttemptOutput out);
+                            AttemptOutput&& out);
     void link_running(Attempt& a);
     bool unlink_running(Attempt& a);
     void arm_abandon();

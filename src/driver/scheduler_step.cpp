@@ -117,7 +117,7 @@ void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
     if (inbox_filled.load(std::memory_order_acquire) && lock.try_lock()) end_step(lock);
 }
 
-void SchedulerCore::State::post_end(AttemptEnd end) {
+void SchedulerCore::State::post_end(AttemptEnd&& end) {
     {
         // Nobody holds the engine: serve this end at once, without the inbox.
         std::unique_lock lock(mu, std::try_to_lock);
@@ -191,7 +191,7 @@ void SchedulerCore::State::serve_ends(core::Time now) {
         const bool live = engine.complete(a.lease, to_outcome(end.output), now);
         if (live) {
             a.record->output = std::move(end.output.value);
-            a.record->encoded_output = std::move(end.output.encoded);
+            a.record->encoded_output = end.output.encoded ? std::move(*end.output.encoded) : std::string();
             if (a.record->live.get() == &a) a.record->live.reset();
             // Not live: the engine abandoned the attempt, and what it threw
             // on the way out (operation_aborted) is expected, not a panic.
@@ -228,7 +228,7 @@ void SchedulerCore::State::serve_remote(RemoteEnd& end, core::Time now) {
     Attempt& a = *it->second;
     if (end.kind == RemoteEnd::Kind::Ended) {
         a.record->output = std::move(end.output.value);
-        a.record->encoded_output = std::move(end.output.encoded);
+        a.record->encoded_output = end.output.encoded ? std::move(*end.output.encoded) : std::string();
     }
     if (a.record->live == it->second) a.record->live.reset();
     remote_leases.erase(it);
@@ -360,7 +360,7 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         auto run = attempt->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
                                                    attempt->task->payload);
         asio::co_spawn(lane, std::move(run),
-                       asio::bind_cancellation_slot(slot.slot(), [core, attempt](std::exception_ptr e, AttemptOutput out) mutable {
+                       asio::bind_cancellation_slot(slot.slot(), [core, attempt](std::exception_ptr e, AttemptOutput&& out) mutable {
                            end_attempt(std::move(core), std::move(attempt), e, std::move(out));
                        }));
     } catch (...) {  // the coroutine could not even be made (its frame not allocated)
@@ -467,7 +467,7 @@ void SchedulerCore::State::on_wakeup() {
 // ---- attempts ------------------------------------------------------------------------------
 
 void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,
-                                       std::exception_ptr thrown, AttemptOutput out) {
+                                       std::exception_ptr thrown, AttemptOutput&& out) {
     if (thrown) {
         try {
             std::rethrow_exception(thrown);
@@ -488,9 +488,9 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
         } catch (const std::exception& e) {
             out = AttemptOutput{nullptr, TaskError::permanent(std::string("encode: ") + e.what()), {}};
         }
-        if (const std::size_t limit = core->s_->durable->max_value_bytes; out.encoded.size() > limit)
+        if (const std::size_t limit = core->s_->durable->max_value_bytes; out.encoded && out.encoded->size() > limit)
             out = AttemptOutput{nullptr,
-                                TaskError::permanent("encode: the output is " + std::to_string(out.encoded.size()) +
+                                TaskError::permanent("encode: the output is " + std::to_string(out.encoded->size()) +
                                                      " bytes encoded, more than the store accepts (" +
                                                      std::to_string(limit) + ")"),
                                 {}};

@@ -251,8 +251,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
         }
         auto record = make_record(spec.pool, std::move(r), wall);
         if (pools[spec.pool].def.engine.remote) {  // the same codec<P> bytes its leases carry
-            record->remote_payload = row.payload;
-            record->remote_encoded = true;
+            record->remote_payload = std::make_unique<std::string>(row.payload);
         }
         if (record->options) relative_to_submission(*record->options, row.submitted_at);  // for a retry
         record->assign_id(row.id);

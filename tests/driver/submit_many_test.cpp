@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +74,57 @@ TEST(SubmitMany, AfterShutdownEveryTaskIsRejected) {
         ASSERT_FALSE(r);
         EXPECT_EQ(r.error(), SubmitError::ShuttingDown);
     }
+}
+
+// Each task's options reach its own attempts only: a task without options
+// after one with them, or after one that was rejected, has the defaults.
+TEST(SubmitMany, EachTaskKeepsItsOwnOptions) {
+    struct Seen {
+        std::string kind;
+        Tags tags;
+        std::optional<std::chrono::nanoseconds> timeout;
+        std::optional<std::string> key;
+    };
+    auto seen = std::make_shared<std::map<int, Seen>>();
+    auto record = [seen](TaskContext ctx, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
+        (*seen)[*x] = Seen{ctx.kind(), ctx.tags(), ctx.timeout(), ctx.key()};
+        co_return *x;
+    };
+    asio::io_context io;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").workers(1, 4, 4).executor_fn(record)).build(io.get_executor());
+    Task<int> with_options(1);
+    with_options.kind("a").tag("t", "1").timeout(3s).key("one");
+    const Task<int> copied = with_options;  // a copy keeps every option
+    with_options.timeout(5s);
+    std::vector<Task<int>> tasks;
+    tasks.push_back(with_options);
+    tasks.push_back(Task<int>(2));
+    tasks.push_back(Task<int>(3).kind("c").pool("nowhere"));
+    tasks.push_back(Task<int>(4).kind("d"));
+    auto results = sched.try_submit_many(std::move(tasks));
+    ASSERT_EQ(results.size(), 4u);
+    ASSERT_TRUE(results[0]);
+    ASSERT_TRUE(results[1]);
+    ASSERT_FALSE(results[2]);
+    ASSERT_TRUE(results[3]);
+    io.run();
+    test::run(io, sched.shutdown(0s));
+    ASSERT_EQ(seen->size(), 3u);
+    EXPECT_EQ(seen->at(1).kind, "a");
+    EXPECT_EQ(seen->at(1).tags.size(), 1u);
+    EXPECT_EQ(seen->at(1).timeout, std::chrono::nanoseconds(5s));
+    EXPECT_EQ(seen->at(1).key, "one");
+    EXPECT_EQ(seen->at(2).kind, "");
+    EXPECT_TRUE(seen->at(2).tags.empty());
+    EXPECT_EQ(seen->at(2).timeout, std::nullopt);
+    EXPECT_EQ(seen->at(2).key, std::nullopt);
+    EXPECT_EQ(seen->at(4).kind, "d");
+    EXPECT_TRUE(seen->at(4).tags.empty());
+    const auto c = detail::Access::state(copied);
+    EXPECT_EQ(c.kind, "a");
+    EXPECT_EQ(c.timeout, std::chrono::nanoseconds(3s));
+    EXPECT_EQ(c.key, "one");
+    EXPECT_EQ(*std::static_pointer_cast<const int>(c.payload), 1);
 }
 
 TEST(SubmitMany, BlockingSchedulerToo) {

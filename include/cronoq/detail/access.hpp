@@ -16,9 +16,22 @@ struct Access {
     static T make(Args&&... args) {
         return T(std::forward<Args>(args)...);
     }
-    /// The detail state behind `t`.
+    /// The detail state behind `t` (for a Task, a copy of its whole request).
     template <class T>
-    static const auto& state(const T& t) {
+    static const auto& state(const T& t)
+        requires(!requires { t.state_.view(); })
+    {
+        return t.state_;
+    }
+    template <class T>
+    static auto state(const T& t)
+        requires requires { t.state_.view(); }
+    {
+        return t.state_.view();
+    }
+    /// The detail state behind `t`, to be consumed in place.
+    template <class T>
+    static auto& state_of(T& t) {
         return t.state_;
     }
     /// The detail state of `t`, moved out (a builder handing over what it

@@ -1,9 +1,9 @@
 #pragma once
 // The shared state behind a CancellationToken and TaskContext::cancelled().
+#include <cronoq/detail/parking.hpp>
 #include <cronoq/detail/wait_list.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,8 +48,12 @@ public:
                 return true;
             }
         }
-        if (id != 0 && running_ == id && runner_ != std::this_thread::get_id())
-            returned_.wait(lock, [&] { return running_ != id; });
+        if (id != 0 && running_.load(std::memory_order_relaxed) == id && runner_ != std::this_thread::get_id()) {
+            lock.unlock();
+            sleepers_.fetch_add(1, std::memory_order_seq_cst);
+            parking::park(this, [&] { return running_.load(std::memory_order_seq_cst) != id; });
+            sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+        }
         return false;
     }
 
@@ -70,7 +74,7 @@ public:
             {
                 std::lock_guard lock(mu_);
                 if (callbacks_.empty()) break;
-                running_ = callbacks_.front().first;
+                running_.store(callbacks_.front().first, std::memory_order_seq_cst);
                 callback = std::move(callbacks_.front().second);
                 callbacks_.erase(callbacks_.begin());
             }
@@ -79,11 +83,8 @@ public:
             } catch (...) {
                 log_contained_exception("an on_cancel callback");
             }
-            {
-                std::lock_guard lock(mu_);
-                running_ = 0;
-            }
-            returned_.notify_all();
+            running_.store(0, std::memory_order_seq_cst);
+            if (sleepers_.load(std::memory_order_seq_cst) > 0) parking::unpark(this);
         }
         if (waits) waits->set();
     }
@@ -101,9 +102,12 @@ public:
 private:
     std::atomic<bool> cancelled_{false};
     std::mutex mu_;
-    std::condition_variable returned_;  // a running callback returned
     std::uint64_t next_id_ = 0;
-    std::uint64_t running_ = 0;  // the callback `cancel` runs now, 0 if none
+    // The callback `cancel` runs now, 0 if none; written under `mu_`. A
+    // `remove` waiting for it to return parks (parking.hpp), counted in
+    // `sleepers_`.
+    std::atomic<std::uint64_t> running_{0};
+    std::atomic<std::uint32_t> sleepers_{0};
     std::thread::id runner_;     // the thread that cancelled
     // A vector, not a deque: every attempt has this state, most register
     // nothing, and an empty vector allocates nothing.

@@ -62,11 +62,32 @@ ErasedCodec erase_codec() {
 }
 
 
+/// An optional value kept on the heap: one pointer to move while empty.
+/// For what an attempt's end rarely carries (an error, a store's bytes) but
+/// passes through several hands on its way to the engine.
+template <class T>
+class Boxed {
+public:
+    Boxed() = default;
+    Boxed(std::nullopt_t) {}
+    Boxed(T value) : p_(std::make_unique<T>(std::move(value))) {}
+    Boxed& operator=(T value) {
+        p_ = std::make_unique<T>(std::move(value));
+        return *this;
+    }
+    explicit operator bool() const { return p_ != nullptr; }
+    T& operator*() const { return *p_; }
+    T* operator->() const { return p_.get(); }
+
+private:
+    std::unique_ptr<T> p_;
+};
+
 /// What one attempt produced: an output (null for `void`) or an error.
 struct AttemptOutput {
     std::shared_ptr<const void> value;
-    std::optional<TaskError> error;
-    std::string encoded;  ///< with a store: `value` through codec<O> (a remote worker's bytes as they came)
+    Boxed<TaskError> error;
+    Boxed<std::string> encoded;  ///< with a store: `value` through codec<O> (a remote worker's bytes as they came)
 };
 
 template <class O>

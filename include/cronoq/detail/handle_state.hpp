@@ -1,12 +1,12 @@
 #pragma once
 // The state a task's handles share with the driver core.
+#include <cronoq/detail/parking.hpp>
 #include <cronoq/detail/wait_list.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/task_status.hpp>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,10 +37,7 @@ public:
         return std::shared_ptr<WaitList>(state, &state->done_waits_);
     }
     /// Whether the terminal outcome is recorded (`outcome()` may be read).
-    bool finished() const {
-        std::lock_guard lock(mu_);
-        return done_;
-    }
+    bool finished() const { return done_.load(std::memory_order_acquire); }
     /// Precondition: terminal. The output if Succeeded; otherwise throws
     /// TaskFailure.
     std::shared_ptr<const void> outcome() const;
@@ -54,8 +51,10 @@ private:
     std::weak_ptr<SchedulerCore> core_;
     std::atomic<TaskStatus> status_{TaskStatus::Ready};
     mutable std::mutex mu_;
-    std::condition_variable cv_;
-    bool done_ = false;
+    // Set once the outcome below is recorded (under `mu_`); read without
+    // it. A blocking waiter parks (parking.hpp), counted in `sleepers_`.
+    std::atomic<bool> done_{false};
+    std::atomic<std::uint32_t> sleepers_{0};
     TaskStatus final_ = TaskStatus::Ready;
     std::uint32_t attempt_ = 0;
     std::string message_;

@@ -64,6 +64,13 @@ public:
     /// Each request admitted or rejected on its own, under one acquisition
     /// of the engine; results in the order of `requests`.
     std::vector<SubmitResult<std::shared_ptr<HandleState>>> try_submit_many(std::vector<TaskRequest> requests);
+    /// The same over the typed shell's own tasks, with no vector of
+    /// requests or results in between (a batch of 100 000 would write two
+    /// more arrays of that size): `at(tasks, i)` is task `i`'s state
+    /// (consumed), each result goes to `sink(results, ...)` in order.
+    using RequestAt = TaskState& (*)(void* tasks, std::size_t i);
+    using ResultSink = void (*)(void* results, SubmitResult<std::shared_ptr<HandleState>>&& result);
+    void try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results);
     /// All or nothing; handles in the order of `requests`.
     SubmitResult<std::vector<std::shared_ptr<HandleState>>> try_submit_batch(std::vector<TaskRequest> requests);
     /// Adds or replaces the schedule named `request.name`. Throws

@@ -40,6 +40,59 @@ struct TaskRequest {
     std::vector<std::pair<std::string, std::string>> labels;
 };
 
+/// A Task<P>'s state: its payload, pool, kind and priority inline, every
+/// other option in a full request made on first use. Applications build
+/// tasks by the thousand in vectors: most set no other option, and a task
+/// then takes 96 bytes instead of a request's 432 (and its construction and
+/// destruction touch as little). Copying a task copies its options.
+class TaskState {
+public:
+    TaskState() = default;
+    TaskState(const TaskState& o)
+        : payload(o.payload), pool(o.pool), kind(o.kind), priority(o.priority),
+          more_(o.more_ ? std::make_unique<TaskRequest>(*o.more_) : nullptr) {}
+    TaskState(TaskState&&) noexcept = default;
+    TaskState& operator=(const TaskState& o) {
+        if (this != &o) *this = TaskState(o);
+        return *this;
+    }
+    TaskState& operator=(TaskState&&) noexcept = default;
+
+    std::shared_ptr<const void> payload;
+    std::optional<std::string> pool;
+    std::string kind;
+    Priority priority = Priority::Normal;
+
+    /// The other options, for a setter: made on first use. (Its payload,
+    /// pool, kind and priority are not used: those above are.)
+    TaskRequest& more() {
+        if (!more_) more_ = std::make_unique<TaskRequest>();
+        return *more_;
+    }
+    bool has_more() const { return more_ != nullptr; }
+
+    /// Moves everything into `r`, whose other options must be the defaults
+    /// when this task has none (a request used for tasks without options).
+    void move_into(TaskRequest& r) {
+        if (more_) r = std::move(*more_);
+        r.payload = std::move(payload);
+        r.pool = std::move(pool);
+        r.kind = std::move(kind);
+        r.priority = priority;
+    }
+    /// The whole request, as the driver takes it.
+    operator TaskRequest() && {
+        TaskRequest r;
+        move_into(r);
+        return r;
+    }
+    /// A copy of the whole request (to inspect a task).
+    TaskRequest view() const { return TaskRequest(TaskState(*this)); }
+
+private:
+    std::unique_ptr<TaskRequest> more_;
+};
+
 struct RecurringRequest {
     std::string name;
     std::string cron;
