@@ -9,6 +9,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 
 namespace cronoq {
@@ -16,22 +17,23 @@ namespace cronoq {
 namespace detail {
 
 void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output) {
-    {
-        std::lock_guard lock(mu_);
-        if (done_.load(std::memory_order_relaxed)) return;
-        final_ = status;
-        attempt_ = attempt;
-        message_ = std::move(message);
-        output_ = std::move(output);
-        set_status(status);
-        done_.store(true, std::memory_order_seq_cst);
-    }
+    // The first caller writes the outcome; readers read it only once they
+    // see `done_` (acquire), so no lock is needed.
+    if (claimed_.exchange(true, std::memory_order_acq_rel)) return;
+    final_ = status;
+    attempt_ = attempt;
+    message_ = std::move(message);
+    output_ = std::move(output);
+    set_status(status);
+    done_.store(true, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) parking::unpark(this);
     done_waits_.set();
 }
 
 std::shared_ptr<const void> HandleState::outcome() const {
-    std::lock_guard lock(mu_);
+    const bool done = done_.load(std::memory_order_acquire);
+    assert(done && "outcome() before the task ended");
+    (void)done;
     if (final_ != TaskStatus::Succeeded) throw TaskFailure(final_, attempt_, message_);
     return output_;
 }

@@ -107,7 +107,7 @@ std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const
 std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_id, TaskRequest&& r,
                                                               std::chrono::system_clock::time_point wall) {
     const PoolRuntime& pool = pools[pool_id];
-    auto record = std::make_shared<TaskRecord>(TaskId{}, self);
+    auto record = record_blocks.make<TaskRecord>(TaskId{}, self);
     record->pool = pool.name;
     record->kind = std::move(r.kind);
     record->key = std::move(r.key);

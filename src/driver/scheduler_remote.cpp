@@ -45,7 +45,7 @@ const PoolRuntime* SchedulerCore::State::remote_pool_of(const TaskRequest& r) co
 }
 
 void SchedulerCore::State::dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime& pool) {
-    auto attempt = std::make_shared<Attempt>();
+    auto attempt = attempt_blocks.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record.engine_ref, static_cast<const TaskInfo*>(&record));
     attempt->lease = d.lease;
     attempt->attempt = d.attempt;

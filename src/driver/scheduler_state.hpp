@@ -28,6 +28,7 @@
 #include <cronoq/store/store.hpp>
 
 #include "attempt_state.hpp"
+#include "block_pool.hpp"
 #include "blocking_pool.hpp"
 #include "recurring.hpp"
 
@@ -234,6 +235,10 @@ struct SchedulerCore::State {
     bool abandon_armed = false;
     std::map<std::string, Schedule, std::less<>> schedules;
     RecordLink held_records;        // every record whose engine_ref is set
+    // Where records and attempts are made (under `mu`): their blocks are
+    // recycled, not returned to the heap (block_pool.hpp).
+    OwnedPool record_blocks{shared_block_size<TaskRecord>};
+    OwnedPool attempt_blocks{shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).
     RunningLink running_attempts;
     bool shutting_down = false;

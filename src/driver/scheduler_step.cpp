@@ -291,7 +291,7 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     TaskRecord* record = from_user(d.user);
     PoolRuntime& pool = pools[d.pool];
     if (d.worker) return dispatch_remote(d, *record, pool);
-    auto attempt = std::make_shared<Attempt>();
+    auto attempt = attempt_blocks.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));
     attempt->lease = d.lease;
     attempt->attempt = d.attempt;

@@ -10,6 +10,12 @@
 //   BM_AsioCoSpawnThroughput/<n>   100 000 co_spawns of the trivial coroutine,
 //                                  then a wait for all; io_context run by n
 //                                  threads
+//   BM_EngineCoSpawnFloor          BM_DriverThroughput/1 without the driver:
+//                                  the engine's own work for each task and one
+//                                  co_spawn per attempt, nothing else
+//   BM_EngineRoundTripFloor        BM_DriverRoundTrip without the driver: the
+//                                  engine's submit, dispatch and completion
+//                                  around the awaited co_spawn of the baseline
 //
 // The single-threaded pair runs batches of `batch` round trips inside one
 // driving coroutine per batch (KeepRunningBatch), so the ratio of their times
@@ -25,6 +31,7 @@
 //
 // GCC 12: no lambda or braced temporary inside a co_await full-expression;
 // every awaitable is named first.
+#include <cronoq/core/engine.hpp>
 #include <cronoq/cronoq.hpp>
 
 #include "alloc_counter.hpp"
@@ -51,6 +58,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -238,6 +246,68 @@ void BM_AsioCoSpawnBaseline(benchmark::State& state) {
 }
 BENCHMARK(BM_AsioCoSpawnBaseline);
 
+// ---- BM_EngineRoundTripFloor --------------------------------------------------
+
+// BM_AsioCoSpawnBaseline with the engine's work for each task around it: a
+// submission, its dispatch, the awaited co_spawn and the completion, one task
+// at a time. What BM_DriverRoundTrip would cost if the driver cost nothing.
+asio::awaitable<std::int64_t> engine_round_trips(cronoq::core::Engine& engine, cronoq::core::Time& now, int n) {
+    auto ex = co_await asio::this_coro::executor;
+    std::vector<cronoq::core::Action> actions;
+    std::int64_t sum = 0;
+    for (int i = 0; i < n; ++i) {
+        cronoq::core::TaskSpec spec;
+        spec.user = static_cast<std::uint64_t>(i);
+        now += std::chrono::nanoseconds(1);
+        if (!engine.submit(spec, now)) throw std::runtime_error("submit rejected");
+        engine.drain(actions);
+        const cronoq::core::Dispatch* d = nullptr;
+        for (const auto& a : actions)
+            if ((d = std::get_if<cronoq::core::Dispatch>(&a))) break;
+        if (!d) throw std::runtime_error("not dispatched");
+        const cronoq::LeaseId lease = d->lease;
+        auto op = asio::co_spawn(ex, f(static_cast<int>(d->user)), asio::use_awaitable);
+        sum += co_await std::move(op);
+        now += std::chrono::nanoseconds(1);
+        if (!engine.complete(lease, cronoq::core::Outcome::success(), now)) throw std::runtime_error("a late completion");
+        engine.drain(actions);
+    }
+    co_return sum;
+}
+
+void BM_EngineRoundTripFloor(benchmark::State& state) {
+    asio::io_context io(1);
+    cronoq::core::Engine engine;
+    cronoq::core::PoolConfig pool;
+    pool.name = "bench";
+    engine.add_pool(pool);
+    cronoq::core::Time now{};
+    auto run_batch = [&] {
+        bool done = false;
+        bool ok = false;
+        asio::co_spawn(io, engine_round_trips(engine, now, batch), [&](std::exception_ptr e, std::int64_t s) {
+            done = true;
+            ok = !e && s == expected_sum(batch);
+        });
+        io.restart();
+        io.run();
+        return done && ok;
+    };
+    bool ok = true;
+    for (int i = 0; i < warmup_batches && ok; ++i) ok = run_batch();
+    if (!ok) state.SkipWithError("warm-up: a round trip failed");
+    const AllocationsSince allocations;
+    while (ok && state.KeepRunningBatch(batch)) {
+        if (!run_batch()) {
+            state.SkipWithError("a round trip failed, did not finish or returned the wrong value");
+            break;
+        }
+    }
+    allocations.report(state);
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EngineRoundTripFloor);
+
 // ---- BM_DriverThroughput/<threads> --------------------------------------------
 
 // Submits `n` tasks in one call, then awaits every result.
@@ -357,5 +427,100 @@ void BM_AsioCoSpawnThroughput(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_AsioCoSpawnThroughput)->Arg(1)->Arg(2)->UseRealTime();
+
+// ---- BM_EngineCoSpawnFloor ----------------------------------------------------
+
+// What BM_DriverThroughput/1 would cost if the driver itself cost nothing:
+// the same engine (default configuration, one pool of 64 slots) receives the
+// same 100 000 submissions, and each dispatch is one co_spawn of the trivial
+// coroutine whose completion reports to the engine, on one thread. No
+// record, handle, payload, output, clock, lock or event: a floor for the
+// driver's throughput that a faster driver can approach and never pass, so
+// that `BM_DriverThroughput/1 / BM_EngineCoSpawnFloor` is the share of the
+// achievable rate the driver reaches.
+class FloorBatch {
+public:
+    explicit FloorBatch(asio::io_context& io) : io_(io) { engine_.add_pool(core_pool()); }
+
+    // Runs on the io_context's thread: submits `n` tasks (payload i in
+    // TaskSpec::user) and starts what the engine dispatches.
+    void start(int n, std::promise<std::int64_t>& done) {
+        done_ = &done;
+        remaining_ = n;
+        sum_ = 0;
+        for (int i = 0; i < n; ++i) {
+            cronoq::core::TaskSpec spec;
+            spec.user = static_cast<std::uint64_t>(i);
+            tick();
+            if (!engine_.submit(spec, now_)) return fail("submit rejected");
+        }
+        spawn_dispatched();
+    }
+
+private:
+    static cronoq::core::PoolConfig core_pool() {
+        cronoq::core::PoolConfig pool;
+        pool.name = "bench";
+        pool.capacity = 64;
+        return pool;
+    }
+    void tick() { now_ += std::chrono::nanoseconds(1); }
+    void fail(const char* what) {
+        if (done_) done_->set_exception(std::make_exception_ptr(std::runtime_error(what)));
+        done_ = nullptr;
+    }
+
+    void spawn_dispatched() {
+        engine_.drain(actions_);
+        for (const cronoq::core::Action& a : actions_) {
+            const auto* d = std::get_if<cronoq::core::Dispatch>(&a);
+            if (!d) continue;
+            asio::co_spawn(io_, f(static_cast<int>(d->user)), [this, lease = d->lease](std::exception_ptr e, int x) {
+                if (e) return fail("the coroutine threw");
+                tick();
+                if (!engine_.complete(lease, cronoq::core::Outcome::success(), now_)) return fail("a late completion");
+                sum_ += x;
+                if (--remaining_ == 0 && done_) {
+                    done_->set_value(sum_);
+                    done_ = nullptr;
+                    return;
+                }
+                spawn_dispatched();
+            });
+        }
+    }
+
+    asio::io_context& io_;
+    cronoq::core::Engine engine_;
+    cronoq::core::Time now_{};
+    std::vector<cronoq::core::Action> actions_;
+    std::promise<std::int64_t>* done_ = nullptr;
+    int remaining_ = 0;
+    std::int64_t sum_ = 0;
+};
+
+void BM_EngineCoSpawnFloor(benchmark::State& state) {
+    asio::io_context io(1);
+    Runners runners(io, 1);
+    FloorBatch floor(io);
+    std::vector<std::unique_ptr<std::promise<std::int64_t>>> batches;  // as in BM_AsioCoSpawnThroughput
+    auto run_batch = [&] {
+        auto& done = *batches.emplace_back(std::make_unique<std::promise<std::int64_t>>());
+        auto result = done.get_future();
+        asio::post(io, [&floor, &done] { floor.start(throughput_tasks, done); });
+        return check_sum(result, throughput_tasks, "BM_EngineCoSpawnFloor");
+    };
+    std::string error = run_batch();
+    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
+    const AllocationsSince allocations;
+    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
+        error = run_batch();
+        if (!error.empty()) state.SkipWithError(error.c_str());
+    }
+    allocations.report(state);
+    runners.stop();
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EngineCoSpawnFloor)->UseRealTime();
 
 }  // namespace

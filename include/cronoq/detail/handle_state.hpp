@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -50,9 +49,10 @@ private:
     TaskId id_;
     std::weak_ptr<SchedulerCore> core_;
     std::atomic<TaskStatus> status_{TaskStatus::Ready};
-    mutable std::mutex mu_;
-    // Set once the outcome below is recorded (under `mu_`); read without
-    // it. A blocking waiter parks (parking.hpp), counted in `sleepers_`.
+    // The outcome below is written once, by the first `finish` (the one
+    // that sets `claimed_`), and read only after `done_` is seen set. A
+    // blocking waiter parks (parking.hpp), counted in `sleepers_`.
+    std::atomic<bool> claimed_{false};
     std::atomic<bool> done_{false};
     std::atomic<std::uint32_t> sleepers_{0};
     TaskStatus final_ = TaskStatus::Ready;

@@ -1,0 +1,165 @@
+#pragma once
+// Recycled blocks for the driver's per-task and per-attempt objects.
+//
+// A task's record and an attempt are made under the engine's mutex and freed
+// wherever their last reference goes: any thread, possibly after the
+// scheduler. With glibc's allocator a burst of submissions then costs a
+// `malloc` per object, a `free` that sorts the chunk into its bins on every
+// release, and, when a burst drains, the heap's top returned to the kernel
+// and faulted in again by the next burst. A pool of fixed-size blocks
+// instead keeps what its scheduler's largest backlog needed until the
+// scheduler and every block it gave out are gone.
+//
+// Threads: `allocate` only under the engine's mutex (one taker at a time);
+// `deallocate` from any thread. A freed block is pushed onto a lock-free
+// list; the taker moves that whole list to its own when its own is empty
+// (an exchange, so the list cannot suffer the ABA problem of popping one
+// block at a time). The pool is freed by the last of its owner and its
+// outstanding blocks.
+//
+// Under AddressSanitizer every block is a fresh allocation, so that a use
+// after free of a record or an attempt is still caught.
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <utility>
+
+namespace cronoq::detail {
+
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool recycle_blocks = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool recycle_blocks = false;
+#else
+inline constexpr bool recycle_blocks = true;
+#endif
+#else
+inline constexpr bool recycle_blocks = true;
+#endif
+
+/// The block std::allocate_shared<T> needs with a PoolAllocator: T and a
+/// control block (a vtable pointer, two counts and the allocator; 24 bytes
+/// in libstdc++, 32 in libc++).
+template <class T>
+inline constexpr std::size_t shared_block_size = sizeof(T) + 4 * sizeof(void*);
+
+class BlockPool {
+public:
+    /// A pool of blocks of `block_size` bytes, owned by the caller until
+    /// `release_owner()`.
+    static BlockPool* create(std::size_t block_size) { return new BlockPool(block_size); }
+
+    std::size_t block_size() const { return size_; }
+
+    /// Under the engine's mutex only. Throws std::bad_alloc.
+    void* allocate() {
+        void* p = take();
+        refs_.fetch_add(1, std::memory_order_relaxed);
+        return p;
+    }
+
+    /// From any thread.
+    void deallocate(void* p) noexcept {
+        if constexpr (!recycle_blocks) {
+            ::operator delete(p);
+            return unref();
+        }
+        auto* block = static_cast<Free*>(p);
+        block->next = returned_.load(std::memory_order_relaxed);
+        while (!returned_.compare_exchange_weak(block->next, block, std::memory_order_release, std::memory_order_relaxed)) {
+        }
+        unref();
+    }
+
+    /// The owner lets go; blocks still out keep the pool until they return.
+    void release_owner() noexcept { unref(); }
+
+private:
+    struct Free {
+        Free* next;
+    };
+
+    void* take() {
+        if constexpr (recycle_blocks) {
+            if (!own_) own_ = returned_.exchange(nullptr, std::memory_order_acquire);
+            if (own_) return std::exchange(own_, own_->next);
+        }
+        return ::operator new(size_);
+    }
+
+    explicit BlockPool(std::size_t block_size) : size_(block_size < sizeof(Free) ? sizeof(Free) : block_size) {}
+    ~BlockPool() {
+        free_list(own_);
+        free_list(returned_.load(std::memory_order_acquire));
+    }
+    static void free_list(Free* f) noexcept {
+        while (f) ::operator delete(std::exchange(f, f->next));
+    }
+    void unref() noexcept {
+        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    }
+
+    const std::size_t size_;
+    std::atomic<std::size_t> refs_{1};  // the owner and every block out
+    Free* own_ = nullptr;               // the taker's, under the engine's mutex
+    std::atomic<Free*> returned_{nullptr};
+};
+
+/// For std::allocate_shared: the shared object and its control block in
+/// one block of the pool. Types larger than the pool's blocks, or arrays,
+/// go to operator new (none does in practice; the choice depends on the
+/// type alone, so a block always returns the way it came).
+template <class T>
+class PoolAllocator {
+public:
+    using value_type = T;
+
+    explicit PoolAllocator(BlockPool* pool) noexcept : pool_(pool) {}
+    template <class U>
+    PoolAllocator(const PoolAllocator<U>& other) noexcept : pool_(other.pool()) {}
+
+    T* allocate(std::size_t n) {
+        if (fits(n)) return static_cast<T*>(pool_->allocate());
+        return static_cast<T*>(::operator new(n * sizeof(T)));
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        if (fits(n))
+            pool_->deallocate(p);
+        else
+            ::operator delete(p);
+    }
+
+    BlockPool* pool() const noexcept { return pool_; }
+    template <class U>
+    bool operator==(const PoolAllocator<U>& o) const noexcept {
+        return pool_ == o.pool();
+    }
+
+private:
+    bool fits(std::size_t n) const noexcept {
+        return n == 1 && sizeof(T) <= pool_->block_size() && alignof(T) <= alignof(std::max_align_t);
+    }
+    BlockPool* pool_;
+};
+
+/// Owns a BlockPool for its holder (a scheduler's state).
+class OwnedPool {
+public:
+    explicit OwnedPool(std::size_t block_size) : pool_(BlockPool::create(block_size)) {}
+    OwnedPool(const OwnedPool&) = delete;
+    OwnedPool& operator=(const OwnedPool&) = delete;
+    ~OwnedPool() { pool_->release_owner(); }
+
+    template <class T, class... Args>
+    std::shared_ptr<T> make(Args&&... args) {
+        return std::allocate_shared<T>(PoolAllocator<T>(pool_), std::forward<Args>(args)...);
+    }
+
+private:
+    BlockPool* pool_;
+};
+
+}  // namespace cronoq::detail
