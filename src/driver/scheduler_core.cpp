@@ -105,7 +105,8 @@ std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const
 
 
 std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_id, TaskRequest&& r,
-                                                              std::chrono::system_clock::time_point wall) {
+                                                              std::chrono::system_clock::time_point wall,
+                                                              const std::string* payload_bytes) {
     const PoolRuntime& pool = pools[pool_id];
     auto record = record_blocks.make<TaskRecord>(TaskId{}, self);
     record->pool = pool.name;
@@ -124,6 +125,7 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
     record->traceparent = std::move(r.traceparent);
     record->payload = std::move(r.payload);
     if (record->key) record->options = std::make_unique<TaskRequest>(std::move(r));
+    if (payload_bytes && pool.def.engine.remote) record->remote_payload = std::make_unique<std::string>(*payload_bytes);
     return record;
 }
 
@@ -149,10 +151,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
     core::TaskSpec spec;
     if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
     // The record is made first: the engine carries it from admission on.
-    auto record = make_record(spec.pool, std::move(r), wall);
-    if (encoded && pools[spec.pool].def.engine.remote) {
-        record->remote_payload = std::make_unique<std::string>(encoded->payload);
-    }
+    auto record = make_record(spec.pool, std::move(r), wall, encoded ? &encoded->payload : nullptr);
     spec.user = to_user(record.get());
     auto id = engine.submit(spec, now);
     if (!id) {
@@ -398,10 +397,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     std::vector<std::shared_ptr<TaskRecord>> records;
     records.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
-        records.push_back(s.make_record(specs[i].pool, std::move(requests[i]), wall));
-        if (encoded[i] && s.pools[specs[i].pool].def.engine.remote) {
-            records.back()->remote_payload = std::make_unique<std::string>(encoded[i]->payload);
-        }
+        records.push_back(s.make_record(specs[i].pool, std::move(requests[i]), wall, encoded[i] ? &encoded[i]->payload : nullptr));
         specs[i].user = to_user(records.back().get());
     }
     auto ids = s.engine.submit_batch(specs, now);

@@ -49,7 +49,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::resubmit_one(Ta
     core::TaskSpec spec;
     if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
     const bool keyed = r.key.has_value();
-    auto record = make_record(spec.pool, std::move(r), wall);
+    auto record = make_record(spec.pool, std::move(r), wall, encoded ? &encoded->payload : nullptr);
     const TaskRecord* made = record.get();
     spec.user = to_user(record.get());
     // An old task the engine forgot (known from its row) is replaced by a

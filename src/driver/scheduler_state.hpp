@@ -356,7 +356,11 @@ struct SchedulerCore::State {
     std::optional<Failure> to_spec(const TaskRequest& r, core::Time now, std::chrono::system_clock::time_point wall,
                                    core::TaskSpec& spec);
     /// The record for a request about to be submitted.
-    std::shared_ptr<TaskRecord> make_record(core::PoolId pool, TaskRequest&& r, std::chrono::system_clock::time_point wall);
+    /// The record of a request the engine is about to admit. In a remote
+    /// pool it keeps `payload_bytes` (the payload through codec<P>, when
+    /// made), which its leases carry.
+    std::shared_ptr<TaskRecord> make_record(core::PoolId pool, TaskRequest&& r, std::chrono::system_clock::time_point wall,
+                                            const std::string* payload_bytes);
     /// The handle of what the engine answered for `record`: the record
     /// itself when admitted, else the record of the task holding the key.
     std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record, const Encoded* encoded);

@@ -249,10 +249,8 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
                 // The task succeeded; only its kept output is unreadable.
             }
         }
-        auto record = make_record(spec.pool, std::move(r), wall);
-        if (pools[spec.pool].def.engine.remote) {  // the same codec<P> bytes its leases carry
-            record->remote_payload = std::make_unique<std::string>(row.payload);
-        }
+        // A remote pool's leases carry the same codec<P> bytes as the row.
+        auto record = make_record(spec.pool, std::move(r), wall, &row.payload);
         if (record->options) relative_to_submission(*record->options, row.submitted_at);  // for a retry
         record->assign_id(row.id);
         record->set_status(row.status);

@@ -63,28 +63,25 @@ public:
     /// run.
     void cancel() {
         std::shared_ptr<WaitList> waits;  // a list made after this sees cancelled_
+        std::function<void()> callback;
         {
             std::lock_guard lock(mu_);
             if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
             waits = waits_;
             runner_ = std::this_thread::get_id();
+            take_next(callback);  // most attempts registered none: no second lock
         }
-        for (;;) {
-            std::function<void()> callback;
-            {
-                std::lock_guard lock(mu_);
-                if (callbacks_.empty()) break;
-                running_.store(callbacks_.front().first, std::memory_order_seq_cst);
-                callback = std::move(callbacks_.front().second);
-                callbacks_.erase(callbacks_.begin());
-            }
+        while (callback) {
             try {
                 callback();
             } catch (...) {
                 log_contained_exception("an on_cancel callback");
             }
+            callback = nullptr;
             running_.store(0, std::memory_order_seq_cst);
             if (sleepers_.load(std::memory_order_seq_cst) > 0) parking::unpark(this);
+            std::lock_guard lock(mu_);
+            take_next(callback);
         }
         if (waits) waits->set();
     }
@@ -100,6 +97,14 @@ public:
     }
 
 private:
+    // Under `mu_`: the next callback to run, if any, marked as running.
+    void take_next(std::function<void()>& callback) {
+        if (callbacks_.empty()) return;
+        running_.store(callbacks_.front().first, std::memory_order_seq_cst);
+        callback = std::move(callbacks_.front().second);
+        callbacks_.erase(callbacks_.begin());
+    }
+
     std::atomic<bool> cancelled_{false};
     std::mutex mu_;
     std::uint64_t next_id_ = 0;
