@@ -171,25 +171,29 @@ asio::awaitable<std::int64_t> round_trips(Sched sched, int n) {
     co_return sum;
 }
 
-void BM_DriverRoundTrip(benchmark::State& state) {
-    asio::io_context io(1);  // run by this thread alone, and made for it (concurrency hint 1)
-    Sched sched = make_scheduler(io, 1);
+// Runs `round_trips(n)` (a coroutine adding up the outputs of n round
+// trips) on `io` by this thread, in batches of `batch`: `warmups` batches
+// untimed, then the timed ones, whose allocations it reports. `timed(true)`
+// and `timed(false)` are called around the timed part. Marks the benchmark
+// failed on a wrong sum or an exception.
+template <class RoundTrips, class Timed>
+void round_trip_batches(benchmark::State& state, asio::io_context& io, int warmups, RoundTrips round_trips, Timed timed) {
     auto run_batch = [&] {
         bool done = false;
         bool ok = false;
-        asio::co_spawn(io, round_trips(sched, batch), [&](std::exception_ptr e, std::int64_t s) {
+        asio::co_spawn(io, round_trips(batch), [&](std::exception_ptr e, std::int64_t s) {
             done = true;
             ok = !e && s == expected_sum(batch);
         });
         io.restart();
-        io.run();  // returns when the batch is done: an idle scheduler holds no work
+        io.run();  // returns when the batch is done: nothing else holds work
         return done && ok;
     };
     bool ok = true;
-    for (int i = 0; i < warmup_batches && ok; ++i) ok = run_batch();
+    for (int i = 0; i < warmups && ok; ++i) ok = run_batch();
     if (!ok) state.SkipWithError("warm-up: a round trip failed");
     const AllocationsSince allocations;
-    const std::uint64_t locks_before = sched.lock_acquisitions();
+    timed(true);
     while (ok && state.KeepRunningBatch(batch)) {
         if (!run_batch()) {
             state.SkipWithError("a round trip failed, did not finish or returned the wrong value");
@@ -197,9 +201,23 @@ void BM_DriverRoundTrip(benchmark::State& state) {
         }
     }
     allocations.report(state);
-    per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
-    shut_down(io, sched);
+    timed(false);
     state.SetItemsProcessed(state.iterations());
+}
+
+void BM_DriverRoundTrip(benchmark::State& state) {
+    asio::io_context io(1);  // run by this thread alone, and made for it (concurrency hint 1)
+    Sched sched = make_scheduler(io, 1);
+    std::uint64_t locks_before = 0;
+    round_trip_batches(
+        state, io, warmup_batches, [&](int n) { return round_trips(sched, n); },
+        [&](bool start) {
+            if (start)
+                locks_before = sched.lock_acquisitions();
+            else
+                per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
+        });
+    shut_down(io, sched);
 }
 BENCHMARK(BM_DriverRoundTrip);
 
@@ -220,29 +238,9 @@ asio::awaitable<std::int64_t> spawn_round_trips(int n) {
 
 void BM_AsioCoSpawnBaseline(benchmark::State& state) {
     asio::io_context io(1);  // run by this thread alone, and made for it (concurrency hint 1)
-    auto run_batch = [&] {
-        bool done = false;
-        bool ok = false;
-        asio::co_spawn(io, spawn_round_trips(batch), [&](std::exception_ptr e, std::int64_t s) {
-            done = true;
-            ok = !e && s == expected_sum(batch);
-        });
-        io.restart();
-        io.run();
-        return done && ok;
-    };
-    // Fills Asio's per-thread recycling caches, as a running service has them.
-    bool ok = run_batch();
-    if (!ok) state.SkipWithError("warm-up: a co_spawn failed");
-    const AllocationsSince allocations;
-    while (ok && state.KeepRunningBatch(batch)) {
-        if (!run_batch()) {
-            state.SkipWithError("a co_spawn failed, did not finish or returned the wrong value");
-            break;
-        }
-    }
-    allocations.report(state);
-    state.SetItemsProcessed(state.iterations());
+    // One warm-up batch fills Asio's per-thread recycling caches, as a
+    // running service has them.
+    round_trip_batches(state, io, 1, spawn_round_trips, [](bool) {});
 }
 BENCHMARK(BM_AsioCoSpawnBaseline);
 
@@ -282,31 +280,29 @@ void BM_EngineRoundTripFloor(benchmark::State& state) {
     pool.name = "bench";
     engine.add_pool(pool);
     cronoq::core::Time now{};
-    auto run_batch = [&] {
-        bool done = false;
-        bool ok = false;
-        asio::co_spawn(io, engine_round_trips(engine, now, batch), [&](std::exception_ptr e, std::int64_t s) {
-            done = true;
-            ok = !e && s == expected_sum(batch);
-        });
-        io.restart();
-        io.run();
-        return done && ok;
-    };
-    bool ok = true;
-    for (int i = 0; i < warmup_batches && ok; ++i) ok = run_batch();
-    if (!ok) state.SkipWithError("warm-up: a round trip failed");
-    const AllocationsSince allocations;
-    while (ok && state.KeepRunningBatch(batch)) {
-        if (!run_batch()) {
-            state.SkipWithError("a round trip failed, did not finish or returned the wrong value");
-            break;
-        }
-    }
-    allocations.report(state);
-    state.SetItemsProcessed(state.iterations());
+    round_trip_batches(
+        state, io, warmup_batches, [&](int n) { return engine_round_trips(engine, now, n); }, [](bool) {});
 }
 BENCHMARK(BM_EngineRoundTripFloor);
+
+// Runs `run_batch` (one batch of `throughput_tasks`; it returns what went
+// wrong, empty if nothing) once untimed, then timed, and reports the timed
+// part's allocations. `timed(true)` and `timed(false)` are called around
+// the timed part.
+template <class RunBatch, class Timed>
+void throughput_batches(benchmark::State& state, RunBatch& run_batch, Timed timed) {
+    std::string error = run_batch();
+    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
+    const AllocationsSince allocations;
+    timed(true);
+    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
+        error = run_batch();
+        if (!error.empty()) state.SkipWithError(error.c_str());
+    }
+    allocations.report(state);
+    timed(false);
+    state.SetItemsProcessed(state.iterations());
+}
 
 // ---- BM_DriverThroughput/<threads> --------------------------------------------
 
@@ -339,17 +335,13 @@ void BM_DriverThroughput(benchmark::State& state) {
         auto done = asio::co_spawn(io, submit_many_and_await_all(sched, throughput_tasks), asio::use_future);
         return check_sum(done, throughput_tasks, "BM_DriverThroughput");
     };
-
-    std::string error = run_batch();
-    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
-    const AllocationsSince allocations;
-    const std::uint64_t locks_before = sched.lock_acquisitions();
-    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
-        error = run_batch();
-        if (!error.empty()) state.SkipWithError(error.c_str());
-    }
-    allocations.report(state);
-    per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
+    std::uint64_t locks_before = 0;
+    throughput_batches(state, run_batch, [&](bool start) {
+        if (start)
+            locks_before = sched.lock_acquisitions();
+        else
+            per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
+    });
 
     auto stop = [sched]() mutable -> asio::awaitable<void> {
         auto op = sched.shutdown(0s);
@@ -358,7 +350,6 @@ void BM_DriverThroughput(benchmark::State& state) {
     auto stopped = asio::co_spawn(io, stop, asio::use_future);
     wait_or_abort(stopped, "BM_DriverThroughput: shutdown");
     runners.stop();
-    state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_DriverThroughput)->Arg(1)->Arg(2)->UseRealTime();
 
@@ -414,17 +405,10 @@ void BM_AsioCoSpawnThroughput(benchmark::State& state) {
         return check_sum(done, throughput_tasks, "BM_AsioCoSpawnThroughput");
     };
 
-    // Fills Asio's per-thread recycling caches, as a running service has them.
-    std::string error = run_batch();
-    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
-    const AllocationsSince allocations;
-    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
-        error = run_batch();
-        if (!error.empty()) state.SkipWithError(error.c_str());
-    }
-    allocations.report(state);
+    // The warm-up fills Asio's per-thread recycling caches, as a running
+    // service has them.
+    throughput_batches(state, run_batch, [](bool) {});
     runners.stop();
-    state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_AsioCoSpawnThroughput)->Arg(1)->Arg(2)->UseRealTime();
 
@@ -510,16 +494,8 @@ void BM_EngineCoSpawnFloor(benchmark::State& state) {
         asio::post(io, [&floor, &done] { floor.start(throughput_tasks, done); });
         return check_sum(result, throughput_tasks, "BM_EngineCoSpawnFloor");
     };
-    std::string error = run_batch();
-    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
-    const AllocationsSince allocations;
-    while (error.empty() && state.KeepRunningBatch(throughput_tasks)) {
-        error = run_batch();
-        if (!error.empty()) state.SkipWithError(error.c_str());
-    }
-    allocations.report(state);
+    throughput_batches(state, run_batch, [](bool) {});
     runners.stop();
-    state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EngineCoSpawnFloor)->UseRealTime();
 
