@@ -7,8 +7,9 @@
 // `malloc` per object, a `free` that sorts the chunk into its bins on every
 // release, and, when a burst drains, the heap's top returned to the kernel
 // and faulted in again by the next burst. A pool of fixed-size blocks
-// instead keeps what its scheduler's largest backlog needed until the
-// scheduler and every block it gave out are gone.
+// instead keeps freed blocks for the next tasks, up to a bound (64 MiB of
+// them by default): past it, a freed block goes back to the heap, so that a
+// burst's memory does not stay with the scheduler for good.
 //
 // Threads: `allocate` only under the engine's mutex (one taker at a time);
 // `deallocate` from any thread. A freed block is pushed onto a lock-free
@@ -20,7 +21,6 @@
 // Under AddressSanitizer every block is a fresh allocation, so that a use
 // after free of a record or an attempt is still caught.
 #include <atomic>
-#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -48,11 +48,20 @@ inline constexpr std::size_t shared_block_size = sizeof(T) + 4 * sizeof(void*);
 
 class BlockPool {
 public:
-    /// A pool of blocks of `block_size` bytes, owned by the caller until
+    /// The bytes of free blocks a pool keeps at most, by default.
+    static constexpr std::size_t default_kept_bytes = std::size_t{64} << 20;
+
+    /// A pool of blocks of `block_size` bytes that keeps at most about
+    /// `kept_bytes` of free ones, owned by the caller until
     /// `release_owner()`.
-    static BlockPool* create(std::size_t block_size) { return new BlockPool(block_size); }
+    static BlockPool* create(std::size_t block_size, std::size_t kept_bytes = default_kept_bytes) {
+        return new BlockPool(block_size, kept_bytes);
+    }
 
     std::size_t block_size() const { return size_; }
+    /// Free blocks kept for reuse. Exact when no block is being freed or
+    /// taken; frees racing to the bound may pass it by a few.
+    std::size_t kept() const { return kept_.load(std::memory_order_relaxed); }
 
     /// Under the engine's mutex only. Throws std::bad_alloc.
     void* allocate() {
@@ -63,10 +72,11 @@ public:
 
     /// From any thread.
     void deallocate(void* p) noexcept {
-        if constexpr (!recycle_blocks) {
+        if (!recycle_blocks || kept_.load(std::memory_order_relaxed) >= max_kept_) {
             ::operator delete(p);
             return unref();
         }
+        kept_.fetch_add(1, std::memory_order_relaxed);
         auto* block = static_cast<Free*>(p);
         block->next = returned_.load(std::memory_order_relaxed);
         while (!returned_.compare_exchange_weak(block->next, block, std::memory_order_release, std::memory_order_relaxed)) {
@@ -85,12 +95,16 @@ private:
     void* take() {
         if constexpr (recycle_blocks) {
             if (!own_) own_ = returned_.exchange(nullptr, std::memory_order_acquire);
-            if (own_) return std::exchange(own_, own_->next);
+            if (own_) {
+                kept_.fetch_sub(1, std::memory_order_relaxed);
+                return std::exchange(own_, own_->next);
+            }
         }
         return ::operator new(size_);
     }
 
-    explicit BlockPool(std::size_t block_size) : size_(block_size < sizeof(Free) ? sizeof(Free) : block_size) {}
+    BlockPool(std::size_t block_size, std::size_t kept_bytes)
+        : size_(block_size < sizeof(Free) ? sizeof(Free) : block_size), max_kept_(kept_bytes / size_) {}
     ~BlockPool() {
         free_list(own_);
         free_list(returned_.load(std::memory_order_acquire));
@@ -103,9 +117,13 @@ private:
     }
 
     const std::size_t size_;
+    const std::size_t max_kept_;
     std::atomic<std::size_t> refs_{1};  // the owner and every block out
     Free* own_ = nullptr;               // the taker's, under the engine's mutex
+    // Freed blocks pushed here; `kept_` counts them and those in `own_`
+    // (beside the list head: a free touches both).
     std::atomic<Free*> returned_{nullptr};
+    std::atomic<std::size_t> kept_{0};
 };
 
 /// For std::allocate_shared: the shared object and its control block in
@@ -148,7 +166,8 @@ private:
 /// Owns a BlockPool for its holder (a scheduler's state).
 class OwnedPool {
 public:
-    explicit OwnedPool(std::size_t block_size) : pool_(BlockPool::create(block_size)) {}
+    explicit OwnedPool(std::size_t block_size, std::size_t kept_bytes = BlockPool::default_kept_bytes)
+        : pool_(BlockPool::create(block_size, kept_bytes)) {}
     OwnedPool(const OwnedPool&) = delete;
     OwnedPool& operator=(const OwnedPool&) = delete;
     ~OwnedPool() { pool_->release_owner(); }
@@ -157,6 +176,8 @@ public:
     std::shared_ptr<T> make(Args&&... args) {
         return std::allocate_shared<T>(PoolAllocator<T>(pool_), std::forward<Args>(args)...);
     }
+
+    const BlockPool& pool() const { return *pool_; }
 
 private:
     BlockPool* pool_;

@@ -39,6 +39,22 @@ TEST(BlockPool, AFreedBlockIsTheNextOneGivenOut) {
     EXPECT_EQ(live.load(), 1);
 }
 
+TEST(BlockPool, KeepsAtMostItsBoundOfFreeBlocks) {
+    if (!recycle_blocks) GTEST_SKIP() << "under AddressSanitizer every block is a fresh allocation";
+    std::atomic<int> live{0};
+    constexpr std::size_t block = shared_block_size<Counted>;
+    OwnedPool pool(block, 10 * block);
+    std::vector<std::shared_ptr<Counted>> made;
+    for (int i = 0; i < 100; ++i) made.push_back(pool.make<Counted>(live, i));
+    made.clear();  // 10 kept, 90 back to the heap
+    EXPECT_EQ(live.load(), 0);
+    EXPECT_EQ(pool.pool().kept(), 10u);
+    for (int i = 0; i < 4; ++i) made.push_back(pool.make<Counted>(live, i));
+    EXPECT_EQ(pool.pool().kept(), 6u);  // four taken back out
+    made.clear();
+    EXPECT_EQ(pool.pool().kept(), 10u);
+}
+
 TEST(BlockPool, ObjectsOutliveTheirPoolsOwner) {
     std::atomic<int> live{0};
     std::vector<std::shared_ptr<Counted>> kept;
