@@ -32,12 +32,9 @@ public:
     }
 
     Interned intern(std::string_view name) {
-        // Most tasks have no kind: kind 0 needs no hashing (its entry is
-        // never idle, so there is no recency to update).
-        if (name.empty()) {
-            entries_[0].epoch = epoch_;
-            return {0, false};
-        }
+        // Most tasks have no kind: kind 0 needs no hashing (it is never
+        // idle, so neither its recency nor its epoch matters).
+        if (name.empty()) return {0, false};
         if (auto it = ids_.find(name); it != ids_.end()) {
             Entry& e = entries_[it->second];
             e.epoch = epoch_;

@@ -31,9 +31,8 @@ void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string m
 }
 
 std::shared_ptr<const void> HandleState::outcome() const {
-    const bool done = done_.load(std::memory_order_acquire);
-    assert(done && "outcome() before the task ended");
-    (void)done;
+    // The caller saw `done_` set (finished(), or a wait that ended).
+    assert(finished() && "outcome() before the task ended");
     if (final_ != TaskStatus::Succeeded) throw TaskFailure(final_, attempt_, message_);
     return output_;
 }

@@ -235,8 +235,8 @@ struct SchedulerCore::State {
     bool abandon_armed = false;
     std::map<std::string, Schedule, std::less<>> schedules;
     RecordLink held_records;        // every record whose engine_ref is set
-    // Where records and attempts are made (under `mu`): their blocks are
-    // recycled, not returned to the heap (block_pool.hpp).
+    // Where records and attempts are made (under `mu`): freed blocks are
+    // kept for reuse, up to a bound (block_pool.hpp).
     OwnedPool record_blocks{shared_block_size<TaskRecord>};
     OwnedPool attempt_blocks{shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).
@@ -355,7 +355,6 @@ struct SchedulerCore::State {
     using Failure = std::pair<SubmitError, std::string>;
     std::optional<Failure> to_spec(const TaskRequest& r, core::Time now, std::chrono::system_clock::time_point wall,
                                    core::TaskSpec& spec);
-    /// The record for a request about to be submitted.
     /// The record of a request the engine is about to admit. In a remote
     /// pool it keeps `payload_bytes` (the payload through codec<P>, when
     /// made), which its leases carry.

@@ -246,6 +246,15 @@ BENCHMARK(BM_AsioCoSpawnBaseline);
 
 // ---- BM_EngineRoundTripFloor --------------------------------------------------
 
+// The engine's pool for a floor benchmark: the driver benchmark's pool as the
+// engine sees it (default configuration, `capacity` slots).
+cronoq::core::PoolConfig bench_pool(std::size_t capacity) {
+    cronoq::core::PoolConfig pool;
+    pool.name = "bench";
+    pool.capacity = capacity;
+    return pool;
+}
+
 // BM_AsioCoSpawnBaseline with the engine's work for each task around it: a
 // submission, its dispatch, the awaited co_spawn and the completion, one task
 // at a time. What BM_DriverRoundTrip would cost if the driver cost nothing.
@@ -276,9 +285,7 @@ asio::awaitable<std::int64_t> engine_round_trips(cronoq::core::Engine& engine, c
 void BM_EngineRoundTripFloor(benchmark::State& state) {
     asio::io_context io(1);
     cronoq::core::Engine engine;
-    cronoq::core::PoolConfig pool;
-    pool.name = "bench";
-    engine.add_pool(pool);
+    engine.add_pool(bench_pool(1));  // as make_scheduler(io, 1)
     cronoq::core::Time now{};
     round_trip_batches(
         state, io, warmup_batches, [&](int n) { return engine_round_trips(engine, now, n); }, [](bool) {});
@@ -424,7 +431,7 @@ BENCHMARK(BM_AsioCoSpawnThroughput)->Arg(1)->Arg(2)->UseRealTime();
 // achievable rate the driver reaches.
 class FloorBatch {
 public:
-    explicit FloorBatch(asio::io_context& io) : io_(io) { engine_.add_pool(core_pool()); }
+    explicit FloorBatch(asio::io_context& io) : io_(io) { engine_.add_pool(bench_pool(64)); }
 
     // Runs on the io_context's thread: submits `n` tasks (payload i in
     // TaskSpec::user) and starts what the engine dispatches.
@@ -442,12 +449,6 @@ public:
     }
 
 private:
-    static cronoq::core::PoolConfig core_pool() {
-        cronoq::core::PoolConfig pool;
-        pool.name = "bench";
-        pool.capacity = 64;
-        return pool;
-    }
     void tick() { now_ += std::chrono::nanoseconds(1); }
     void fail(const char* what) {
         if (done_) done_->set_exception(std::make_exception_ptr(std::runtime_error(what)));
