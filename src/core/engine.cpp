@@ -232,6 +232,10 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now, WorkerId 
     if (!found) return false;
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
+    // Every outcome changes the task's entry in by_task (it ends or is
+    // retried and then, sooner or later, ends); in a large table that entry
+    // was last read at admission and is out of cache: start loading it.
+    s.by_task.prefetch(t.id.value);
     const AttemptState ended = s.end_lease(t, now);
     switch (outcome.kind) {
         case Outcome::Kind::Success:

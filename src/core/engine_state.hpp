@@ -31,7 +31,7 @@ namespace cronoq::core {
 struct Engine::State {
     EngineConfig config;
     detail::Rng rng;
-    std::vector<TaskSlot> slots;
+    std::vector<TaskSlot, detail::LargeAllocator<TaskSlot>> slots;
     std::vector<std::uint32_t> free_slots;
     detail::Slab<TaskExtras> extras;        // TaskSlot::extras
     detail::Slab<AttemptState> attempts;    // TaskSlot::run

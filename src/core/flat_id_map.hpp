@@ -2,6 +2,8 @@
 // An open-addressing map from 64-bit ids to 32-bit slot indices. Ids are
 // never 0, so 0 marks an empty bucket. Linear probing with backward-shift
 // deletion: no tombstones, no allocation per entry.
+#include "large_allocator.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -34,8 +36,14 @@ public:
     }
 
     /// Starts loading the bucket where `key` would be found, for a look-up
-    /// known to come soon; changes nothing.
-    void prefetch(std::uint64_t key) const { __builtin_prefetch(&buckets_[home(key)]); }
+    /// known to come soon; changes nothing. The next line too: a group
+    /// fills its line, so an erase (which walks to the end of the probe
+    /// run) and an insert past a full group read it.
+    void prefetch(std::uint64_t key) const {
+        const std::size_t i = home(key);
+        __builtin_prefetch(&buckets_[i]);
+        __builtin_prefetch(&buckets_[(i + buckets_per_line) & mask_]);
+    }
 
     /// Replaces the value of a present key; false if absent.
     bool assign(std::uint64_t key, std::uint32_t value) {
@@ -77,6 +85,9 @@ private:
         std::uint64_t key = 0;
         std::uint32_t value = 0;
     };
+    // Buckets start on a cache line (LargeAllocator), so that a group of
+    // 4 fills exactly one line.
+    static constexpr std::size_t buckets_per_line = cache_line_bytes / sizeof(Bucket);
 
     // Ids close in value (submitted close in time) share a run of
     // `group` buckets, so a burst of submissions, or of tasks ending in
@@ -86,6 +97,7 @@ private:
     // must walk end to end; ids of several engines interleave, so a group
     // may hold only some of its ids and the rest of it is probe room.)
     static constexpr unsigned group_bits = 2;
+    static_assert(std::size_t{1} << group_bits == buckets_per_line, "a group is one cache line");
     std::size_t home(std::uint64_t key) const {
         const std::uint64_t group = ((key >> group_bits) * 0x9E3779B97F4A7C15ull) >> (shift_ + group_bits);
         return static_cast<std::size_t>(group << group_bits | (key & ((1u << group_bits) - 1)));
@@ -98,7 +110,7 @@ private:
     }
 
     void rehash(std::size_t count) {
-        std::vector<Bucket> old;
+        std::vector<Bucket, LargeAllocator<Bucket>> old;
         old.swap(buckets_);
         buckets_.assign(count, Bucket{});
         mask_ = count - 1;
@@ -108,7 +120,7 @@ private:
             if (b.key != 0) place(b.key, b.value);
     }
 
-    std::vector<Bucket> buckets_;
+    std::vector<Bucket, LargeAllocator<Bucket>> buckets_;
     std::size_t size_ = 0;
     std::size_t mask_ = 0;
     unsigned shift_ = 64;

@@ -1,5 +1,7 @@
 #pragma once
 // A growable FIFO ring buffer: amortised O(1) push and pop, storage reused.
+#include "large_allocator.hpp"
+
 #include <cstddef>
 #include <vector>
 
@@ -28,13 +30,13 @@ public:
 
 private:
     void grow() {
-        std::vector<T> bigger(items_.empty() ? 8 : items_.size() * 2);
+        std::vector<T, LargeAllocator<T>> bigger(items_.empty() ? 8 : items_.size() * 2);
         for (std::size_t i = 0; i < size_; ++i) bigger[i] = items_[(head_ + i) & (items_.size() - 1)];
         items_.swap(bigger);
         head_ = 0;
     }
 
-    std::vector<T> items_;
+    std::vector<T, LargeAllocator<T>> items_;
     std::size_t head_ = 0;
     std::size_t size_ = 0;
 };

@@ -4,6 +4,8 @@
 // fields) take an index here instead of a field in every slot. Freed
 // entries are reused last-in first-out, so the one just released (still in
 // cache) is the next one handed out; after warm-up nothing allocates.
+#include "large_allocator.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -34,7 +36,7 @@ public:
     const T& operator[](std::uint32_t i) const { return items_[i]; }
 
 private:
-    std::vector<T> items_;
+    std::vector<T, LargeAllocator<T>> items_;
     std::vector<std::uint32_t> free_;
 };
 

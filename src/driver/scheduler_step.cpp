@@ -92,13 +92,16 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
         const store::Sequence step_seq = durable ? enqueue_step() : 0;
         std::shared_ptr<Attempt> starting = std::move(starts);
         starts_tail = nullptr;
-        // In order: this step's work is delivered before the next step's.
-        std::unique_lock delivery(deliver_mu);
-        delivering.swap(deferred);  // both buffers keep their capacity
-        lock.unlock();
-        deliver(delivering, step_seq);
-        delivering.clear();
-        delivery.unlock();
+        if (deferred.empty()) {
+            lock.unlock();  // nothing to deliver, nothing to keep in order
+        } else {
+            // In order: this step's work is delivered before the next step's.
+            std::unique_lock delivery(deliver_mu);
+            delivering.swap(deferred);  // both buffers keep their capacity
+            lock.unlock();
+            deliver(delivering, step_seq);
+            delivering.clear();
+        }
         // Free of both locks: a start may run the executor on this thread,
         // and the executor may call into the scheduler.
         if (starting) start_all(self.lock(), std::move(starting));

@@ -28,7 +28,8 @@ public:
     std::uint64_t on_cancel(std::function<void()> callback) {
         {
             std::lock_guard lock(mu_);
-            if (!cancelled_.load(std::memory_order_relaxed)) {
+            used_.store(true, std::memory_order_seq_cst);  // see cancel()
+            if (!cancelled_.load(std::memory_order_seq_cst)) {
                 const std::uint64_t id = ++next_id_;
                 callbacks_.emplace_back(id, std::move(callback));
                 return id;
@@ -62,11 +63,15 @@ public:
     /// tell which one runs; one that throws is logged and the others still
     /// run.
     void cancel() {
+        if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
+        // Most attempts registered nothing and made no list: no lock. Both
+        // sides store, then load the other's flag (seq_cst), so a callback
+        // or list made meanwhile is seen here, or sees cancelled_ itself.
+        if (!used_.load(std::memory_order_seq_cst)) return;
         std::shared_ptr<WaitList> waits;  // a list made after this sees cancelled_
         std::function<void()> callback;
         {
             std::lock_guard lock(mu_);
-            if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
             waits = waits_;
             runner_ = std::this_thread::get_id();
             take_next(callback);  // most attempts registered none: no second lock
@@ -91,7 +96,8 @@ public:
         std::lock_guard lock(mu_);
         if (!waits_) {
             waits_ = WaitList::create();
-            if (cancelled_.load(std::memory_order_relaxed)) waits_->set();
+            used_.store(true, std::memory_order_seq_cst);  // see cancel()
+            if (cancelled_.load(std::memory_order_seq_cst)) waits_->set();
         }
         return waits_;
     }
@@ -106,6 +112,7 @@ private:
     }
 
     std::atomic<bool> cancelled_{false};
+    std::atomic<bool> used_{false};  // a callback was registered or the list made
     std::mutex mu_;
     std::uint64_t next_id_ = 0;
     // The callback `cancel` runs now, 0 if none; written under `mu_`. A

@@ -16,6 +16,7 @@
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/post.hpp>
 #include <asio/prefer.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -23,10 +24,17 @@
 #include <mutex>
 #include <optional>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace cronoq::detail {
+
+/// Whether `H` resumes a coroutine (`asio::use_awaitable`'s handler).
+template <class H>
+struct is_coroutine_handler : std::false_type {};
+template <class... Ts>
+struct is_coroutine_handler<asio::detail::awaitable_handler<Ts...>> : std::true_type {};
 
 class WaitList : public std::enable_shared_from_this<WaitList> {
 public:
@@ -93,10 +101,20 @@ private:
     void initiate(const std::shared_ptr<WaitList>& self, Handler handler, UniqueFunction<void()> on_cancel,
                   asio::cancellation_type honoured) {
         auto slot = asio::get_associated_cancellation_slot(handler);
-        auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
-        Waiter waiter = [h = std::move(handler), work](std::error_code ec) mutable {
-            asio::post(work, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-        };
+        Waiter waiter;
+        if constexpr (is_coroutine_handler<Handler>::value) {
+            // A coroutine's own: co_spawn keeps work on its executor until
+            // the coroutine returns, so the wait needs no guard of its own.
+            waiter = [h = std::move(handler)](std::error_code ec) mutable {
+                const auto ex = asio::get_associated_executor(h);
+                asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+            };
+        } else {
+            auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
+            waiter = [h = std::move(handler), work](std::error_code ec) mutable {
+                asio::post(work, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+            };
+        }
         std::unique_lock lock(mu_);
         if (set_) {
             lock.unlock();
