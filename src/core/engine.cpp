@@ -18,7 +18,10 @@ void Engine::State::dispatch(PoolState& p, Time now) {
     if (handing_over) return;  // what is queued stays for the next leader
     const auto live = [this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; };
     bool passed_over = false;  // a better task was parked on a resource
-    while (p.counters.running < p.capacity) {
+    // No task ready: what the queues still hold is stale (dropped by a later
+    // pop). The dispatch after a completion in an idle pool ends here,
+    // without a look at every class's heads.
+    while (p.counters.running < p.capacity && p.counters.ready > 0) {
         std::optional<std::uint32_t> s;
         took_best = true;  // a due start is where it must be
         while (!s && !p.due_starts.empty()) {
