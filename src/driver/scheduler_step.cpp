@@ -411,10 +411,12 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     auto output = s.status == TaskStatus::Succeeded ? std::move(record->output) : nullptr;
     record->output.reset();
     record->encoded_output.clear();
-    std::shared_ptr<TaskRecord> ref = record->engine_ref;
     // A keyed task's record stays while the engine retains the task, so
     // that a resubmitted key gets a handle to its outcome (until Forget).
-    if (!record->key) {
+    std::shared_ptr<TaskRecord> ref;
+    if (record->key) {
+        ref = record->engine_ref;
+    } else {
         engine.release_user(s.task);
         // The attempt that just ended may still be returning: it holds the
         // record through its context, not through this reference.
