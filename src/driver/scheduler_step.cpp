@@ -319,6 +319,16 @@ namespace {
 // may reach another step's starts, which are then posted, so that a chain
 // of tasks that submit each other cannot grow the stack.
 thread_local int starting_depth = 0;
+
+// Whether this thread runs `lane` now, so that asio::dispatch would run a
+// handler inline: asked of the lanes the driver makes (scheduler_core.cpp),
+// and false for any other executor, which then gets the dispatch.
+bool runs_here(const asio::any_io_executor& lane) {
+    if (const auto* io = lane.target<asio::io_context::executor_type>()) return io->running_in_this_thread();
+    if (const auto* s = lane.target<asio::strand<asio::io_context::executor_type>>()) return s->running_in_this_thread();
+    if (const auto* s = lane.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+    return false;
+}
 }  // namespace
 
 void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
@@ -327,13 +337,18 @@ void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::s
         first = std::move(a->next_start);
         if (!core) continue;  // the scheduler is being destroyed: nothing may start
         const auto& lane = a->pool->lane(a->lease);
-        // Dispatch: on a thread that runs the io_context, with the lane
-        // free, the attempt starts at once instead of going round the
-        // io_context's queue (one pass of its run loop less per task).
+        // On a thread that runs the lane, the attempt starts at once
+        // instead of going round the io_context's queue (one pass of its
+        // run loop less per task): what asio::dispatch would do, without
+        // wrapping the call for the type-erased executor.
+        if (starting_depth == 0 && runs_here(lane)) {
+            start(first ? core : std::move(core), std::move(a));
+            continue;
+        }
         auto go = [core, a]() mutable { start(std::move(core), std::move(a)); };
         try {
             if (starting_depth == 0)
-                asio::dispatch(lane, std::move(go));
+                asio::dispatch(lane, std::move(go));  // another thread's lane: queued there
             else
                 asio::post(lane, std::move(go));
         } catch (...) {  // the handler could not be allocated
@@ -362,12 +377,15 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         // its lane) up to its first suspension.
         auto run = attempt->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
                                                    attempt->task->payload);
-        asio::co_spawn(lane, std::move(run),
-                       asio::bind_cancellation_slot(slot.slot(), [core, attempt](std::exception_ptr e, AttemptOutput&& out) mutable {
-                           end_attempt(std::move(core), std::move(attempt), e, std::move(out));
-                       }));
+        // The core moves into the completion; the attempt is copied, so
+        // that a co_spawn that throws (and drops the completion) still
+        // leaves it here to report.
+        auto done = [core = std::move(core), attempt](std::exception_ptr e, AttemptOutput&& out) mutable {
+            end_attempt(std::move(core), std::move(attempt), e, std::move(out));
+        };
+        asio::co_spawn(lane, std::move(run), asio::bind_cancellation_slot(slot.slot(), std::move(done)));
     } catch (...) {  // the coroutine could not even be made (its frame not allocated)
-        end_attempt(std::move(core), std::move(attempt), std::current_exception(), {});
+        if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
     }
 }
 
