@@ -30,13 +30,16 @@ void Engine::State::dispatch(PoolState& p, Time now) {
         }
         if (!s) {
             const std::size_t free = p.capacity - p.counters.running;
+            unsigned classes = 0;  // those with ready tasks: most pools use one or two
+            for (std::size_t c = 0; c < priority_count; ++c)
+                if (p.counters.ready_by_class[c] > 0) classes |= 1u << c;
             s = p.queue.pop_best(live, [this, now](std::uint32_t slot) { return rank(slot, now); },
                                  [this, &p, now, free](std::uint32_t slot) {
                                      if (p.held_starts.empty()) return true;
                                      const Duration d = std::min(expected_duration(slots[slot]), p.config.max_hold);
                                      return p.held_between(now, later(now, d), free) < free;
                                  },
-                                 took_best);
+                                 took_best, classes);
         }
         if (!s) break;
         // In a remote pool, a worker must take it: a free slot (there is

@@ -84,7 +84,9 @@ public:
     /// now; `fits(slot)` whether it may take the free slot now (a head that
     /// does not fit stays, and the other heads compete without it).
     /// `took_best` tells whether the entry returned is also the best one
-    /// when `fits` is ignored (priority adherence).
+    /// when `fits` is ignored (priority adherence). `classes` has a bit per
+    /// class that may hold a live entry (it has ready tasks); the others
+    /// are not looked at, and their stale entries wait for a later pop.
     ///
     /// With shares, when two or more classes have a head that fits, each of
     /// them earns its share in credit; a class at 1 or more (the most
@@ -92,12 +94,14 @@ public:
     /// longest-waiting head and pays 1, else the best head does, and its
     /// class pays 1 down to 0 if that head is also its longest-waiting one.
     template <class Live, class RankOf, class Fits>
-    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits, bool& took_best) {
+    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits, bool& took_best,
+                                          unsigned classes = all_classes) {
         // Two instances, so that a pool without shares runs none of the
         // credit bookkeeping: this is every dispatch's hot path.
-        if (sharing_) return pop<true>(live, rank, fits, took_best);
-        return pop<false>(live, rank, fits, took_best);
+        if (sharing_) return pop<true>(live, rank, fits, took_best, classes);
+        return pop<false>(live, rank, fits, took_best, classes);
     }
+    static constexpr unsigned all_classes = (1u << priority_count) - 1;
 
     /// The live head of a class's FIFO (its longest-waiting deadline-free
     /// task), dropping stale entries on the way.
@@ -130,7 +134,7 @@ private:
     };
 
     template <bool Sharing, class Live, class RankOf, class Fits>
-    std::optional<std::uint32_t> pop(Live& live, RankOf& rank, Fits& fits, bool& took_best) {
+    std::optional<std::uint32_t> pop(Live& live, RankOf& rank, Fits& fits, bool& took_best, unsigned classes) {
         std::optional<Rank> best_any;
         Head best{};
         bool have_best = false;
@@ -139,7 +143,8 @@ private:
         // arrays and a mask: this is the hot path of every dispatch).
         [[maybe_unused]] std::array<Head, priority_count> oldest;
         [[maybe_unused]] unsigned present = 0;
-        for (std::size_t cls = 0; cls < priority_count; ++cls) {
+        for (unsigned left = classes & all_classes; left != 0; left &= left - 1) {
+            const auto cls = static_cast<std::size_t>(__builtin_ctz(left));  // the better classes first
             ClassQueue& c = classes_[cls];
             while (!c.fifo.empty() && !live(c.fifo.front())) c.fifo.pop_front();
             while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
