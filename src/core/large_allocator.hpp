@@ -9,13 +9,28 @@
 // TLB, and the page walk itself misses cache. A fresh mapping, not the
 // heap: memory the heap hands back may already be mapped with small pages,
 // and the advice would not change them. A kernel that refuses the advice
-// leaves plain pages, which work the same.
+// leaves plain pages, which work the same. Under AddressSanitizer every
+// block comes from the heap, where the sanitizer sees it.
 #include <cstddef>
 #include <cstdint>
 #include <new>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CRONOQ_LARGE_PAGES 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CRONOQ_LARGE_PAGES 0
+#endif
+#endif
+#if !defined(CRONOQ_LARGE_PAGES) && defined(__linux__) && defined(MADV_HUGEPAGE)
+#define CRONOQ_LARGE_PAGES 1
+#endif
+#if !defined(CRONOQ_LARGE_PAGES)
+#define CRONOQ_LARGE_PAGES 0
 #endif
 
 namespace cronoq::core::detail {
@@ -33,14 +48,14 @@ struct LargeAllocator {
 
     T* allocate(std::size_t n) {
         const std::size_t bytes = n * sizeof(T);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if CRONOQ_LARGE_PAGES
         if (bytes >= huge_page_bytes) return static_cast<T*>(map_huge(bytes));
 #endif
         return static_cast<T*>(::operator new(bytes, std::align_val_t{line}));
     }
     void deallocate(T* p, std::size_t n) noexcept {
         const std::size_t bytes = n * sizeof(T);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if CRONOQ_LARGE_PAGES
         if (bytes >= huge_page_bytes) return (void)::munmap(p, round_up(bytes));
 #endif
         ::operator delete(p, bytes, std::align_val_t{line});
@@ -52,7 +67,7 @@ private:
     static constexpr std::size_t line = alignof(T) > cache_line_bytes ? alignof(T) : cache_line_bytes;
     static constexpr std::size_t round_up(std::size_t bytes) { return (bytes + huge_page_bytes - 1) & ~(huge_page_bytes - 1); }
 
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if CRONOQ_LARGE_PAGES
     // Maps one huge page more than needed, then unmaps what lies outside
     // the aligned block.
     static void* map_huge(std::size_t bytes) {
