@@ -94,8 +94,7 @@ public:
     /// longest-waiting head and pays 1, else the best head does, and its
     /// class pays 1 down to 0 if that head is also its longest-waiting one.
     template <class Live, class RankOf, class Fits>
-    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits, bool& took_best,
-                                          unsigned classes = all_classes) {
+    std::optional<std::uint32_t> pop_best(Live&& live, RankOf&& rank, Fits&& fits, bool& took_best, unsigned classes) {
         // Two instances, so that a pool without shares runs none of the
         // credit bookkeeping: this is every dispatch's hot path.
         if (sharing_) return pop<true>(live, rank, fits, took_best, classes);
