@@ -152,7 +152,7 @@ struct Engine::State {
 
     // ---- actions ----------------------------------------------------------
     void emit_status(const TaskSlot& t, Time now, std::optional<Time> until = std::nullopt) {
-        actions.emplace_back(std::in_place_type<Status>, t.id, t.pool, t.status, t.attempt, now, std::string{}, until, t.user);
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}, until, t.user});
     }
 
     // ---- timing helpers ---------------------------------------------------
@@ -341,8 +341,7 @@ struct Engine::State {
         }
         --live;
         kinds.task_ended(t.kind);
-        actions.emplace_back(std::in_place_type<Status>, t.id, t.pool, status, t.attempt, now, std::move(message), std::nullopt,
-                             t.user);
+        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message), std::nullopt, t.user});
         // Retain the task in compact form and free its slot.
         const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
         retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
@@ -369,7 +368,7 @@ struct Engine::State {
         ++t.gen;
         const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng);
         const Time at = delay.count() > 0 ? later(now, delay) : now;
-        actions.emplace_back(std::in_place_type<Status>, t.id, t.pool, t.status, t.attempt, now, std::move(message), at, t.user);
+        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::move(message), at, t.user});
         // Handing over, it stays Retrying for the next leader even without a delay.
         if (delay.count() <= 0 && !handing_over) return make_ready(s, now);
         if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);

@@ -53,12 +53,13 @@ struct LargeAllocator {
 #endif
         return static_cast<T*>(::operator new(bytes, std::align_val_t{line}));
     }
-    void deallocate(T* p, std::size_t n) noexcept {
-        const std::size_t bytes = n * sizeof(T);
+    void deallocate(T* p, [[maybe_unused]] std::size_t n) noexcept {
 #if CRONOQ_LARGE_PAGES
+        const std::size_t bytes = n * sizeof(T);
         if (bytes >= huge_page_bytes) return (void)::munmap(p, round_up(bytes));
 #endif
-        ::operator delete(p, bytes, std::align_val_t{line});
+        // Unsized: Clang leaves sized deallocation off unless asked for.
+        ::operator delete(p, std::align_val_t{line});
     }
 
     friend bool operator==(const LargeAllocator&, const LargeAllocator&) { return true; }
