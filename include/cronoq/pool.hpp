@@ -66,28 +66,19 @@ public:
         if constexpr (detail::is_awaitable<R>::value) {
             static_assert(std::is_same_v<R, asio::awaitable<Result<O>>>,
                           "a coroutine executor must return asio::awaitable<cronoq::Result<O>>");
-            state_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
-                // A statement of its own: GCC 12 destroys by-value temporaries
-                // of a co_await full-expression twice.
-                auto attempt = (*fn)(std::move(ctx), std::static_pointer_cast<const P>(p));
-                co_return detail::erase_result<O>(co_await std::move(attempt));
+            state_.executor.spawn = [fn](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
+                                         std::shared_ptr<const void> p, detail::AttemptCompletion done) {
+                detail::spawn_attempt<O>(lane, slot, (*fn)(std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
+                                         std::move(done));
             };
         } else {
             static_assert(std::is_same_v<R, Result<O>> || std::is_convertible_v<R, Result<O>> ||
                               (std::is_void_v<O> && std::is_void_v<R>),
                           "a plain executor must return cronoq::Result<O> or O");
-            state_.executor.run = [fn](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
-                auto payload = std::static_pointer_cast<const P>(p);
-                auto job = offload(ctx, [fn, ctx, payload]() -> Result<O> {
-                    if constexpr (std::is_void_v<R>) {
-                        (*fn)(ctx, payload);
-                        return Result<O>{};
-                    } else {
-                        return (*fn)(ctx, payload);
-                    }
-                });
-                Result<O> r = co_await std::move(job);
-                co_return detail::erase_result<O>(std::move(r));
+            state_.executor.spawn = [fn](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
+                                         std::shared_ptr<const void> p, detail::AttemptCompletion done) {
+                detail::spawn_attempt<O>(lane, slot, offloaded(fn, std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
+                                         std::move(done));
             };
         }
         state_.executor.abort = nullptr;
@@ -102,9 +93,10 @@ public:
     template <Executor<P, O> E>
     Pool& executor(std::shared_ptr<E> e) {
         state_.engine.remote = false;
-        state_.executor.run = [e](TaskContext ctx, std::shared_ptr<const void> p) -> asio::awaitable<detail::AttemptOutput> {
-            auto attempt = e->execute(std::move(ctx), std::static_pointer_cast<const P>(p));
-            co_return detail::erase_result<O>(co_await std::move(attempt));
+        state_.executor.spawn = [e](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
+                                    std::shared_ptr<const void> p, detail::AttemptCompletion done) {
+            detail::spawn_attempt<O>(lane, slot, e->execute(std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
+                                     std::move(done));
         };
         if constexpr (AbortableExecutor<E>)
             state_.executor.abort = [e](LeaseId lease) { e->abort(lease); };
@@ -186,6 +178,24 @@ public:
 
 private:
     friend struct detail::Access;
+
+    // A plain executor's attempt: the call, on the blocking thread pool,
+    // awaited.
+    template <class F>
+    static asio::awaitable<Result<O>> offloaded(std::shared_ptr<F> fn, TaskContext ctx, std::shared_ptr<const P> payload) {
+        using R = std::invoke_result_t<F&, TaskContext, std::shared_ptr<const P>>;
+        auto job = offload(ctx, [fn, ctx, payload]() -> Result<O> {
+            if constexpr (std::is_void_v<R>) {
+                (*fn)(ctx, payload);
+                return Result<O>{};
+            } else {
+                return (*fn)(ctx, payload);
+            }
+        });
+        Result<O> r = co_await std::move(job);
+        co_return r;
+    }
+
     detail::PoolDefinition state_;
 };
 

@@ -14,6 +14,13 @@ namespace cronoq {
 template <class O>
 class Result {
 public:
+    /// A value-initialized `O`, as `std::expected` has: what Asio's
+    /// co_spawn needs of a coroutine's result, so that an executor's
+    /// coroutine is spawned as it is (its attempt's end is never a default
+    /// `Result`: a thrown exception travels beside it).
+    Result()
+        requires std::is_default_constructible_v<O>
+        : state_(std::in_place_index<0>) {}
     template <class U = O>
         requires std::is_constructible_v<O, U&&> && (!std::is_same_v<std::remove_cvref_t<U>, TaskError>) &&
                  (!std::is_same_v<std::remove_cvref_t<U>, Result>)

@@ -41,7 +41,7 @@ void validate(const PoolDefinition& d) {
     if (d.engine.capacity < d.min_workers || d.engine.capacity > d.max_workers)
         throw ConfigError(pool_field(d, "workers: initial (") + std::to_string(d.engine.capacity) +
                           ") outside [min, max]");
-    if (!d.executor.run) throw ConfigError(pool_field(d, "no executor (call executor_fn or executor)"));
+    if (!d.executor.spawn) throw ConfigError(pool_field(d, "no executor (call executor_fn or executor)"));
     // Only an autoscaler can raise a local pool's capacity above its initial
     // value: without one, an initial 0 would queue tasks forever.
     if (d.engine.capacity == 0 && !d.engine.autoscale)

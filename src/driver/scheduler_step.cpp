@@ -6,8 +6,6 @@
 #include "event_queue.hpp"
 #include "scheduler_state.hpp"
 
-#include <asio/bind_cancellation_slot.hpp>
-#include <asio/co_spawn.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -368,22 +366,17 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         Depth() { ++starting_depth; }
         ~Depth() { --starting_depth; }
     } depth;
-    auto& slot = attempt->signal;
-    const auto& lane = attempt->pool->lane(attempt->lease);
     try {
-        // The executor's own coroutine is spawned: no frame of the driver's
-        // sits between it and Asio; its end (or what it threw) comes to the
-        // completion, on the same lane. co_spawn runs it at once (we are on
-        // its lane) up to its first suspension.
-        auto run = attempt->pool->def.executor.run(Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
-                                                   attempt->task->payload);
+        // The executor's own coroutine is spawned (spawn_attempt): no frame
+        // of the driver's sits between it and Asio; its end (or what it
+        // threw) comes to the completion, on the same lane. co_spawn runs
+        // it at once (we are on its lane) up to its first suspension.
         // The core moves into the completion; the attempt is copied, so
-        // that a co_spawn that throws (and drops the completion) still
-        // leaves it here to report.
-        auto done = [core = std::move(core), attempt](std::exception_ptr e, AttemptOutput&& out) mutable {
-            end_attempt(std::move(core), std::move(attempt), e, std::move(out));
-        };
-        asio::co_spawn(lane, std::move(run), asio::bind_cancellation_slot(slot.slot(), std::move(done)));
+        // that a spawn that throws (and drops the completion) still leaves
+        // it here to report.
+        attempt->pool->def.executor.spawn(attempt->pool->lane(attempt->lease), attempt->signal.slot(),
+                                          Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
+                                          attempt->task->payload, AttemptCompletion(std::move(core), attempt));
     } catch (...) {  // the coroutine could not even be made (its frame not allocated)
         if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
     }
@@ -488,6 +481,10 @@ void SchedulerCore::State::on_wakeup() {
 }
 
 // ---- attempts ------------------------------------------------------------------------------
+
+void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& out) && {
+    SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
+}
 
 void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,
                                        std::exception_ptr thrown, AttemptOutput&& out) {

@@ -155,4 +155,44 @@ TEST(ExecutorFn, RunOnPlacesAttemptsOnThePoolsExecutor) {
     EXPECT_NE(ran_on, std::this_thread::get_id());
     EXPECT_EQ(*cronoq::test::run(io, h.result()), 5);
 }
+
+// An output with no default value: co_spawn cannot take the executor's
+// coroutine as it is, so it runs inside one of the driver's (spawn_attempt);
+// outputs, errors and throws come back the same way.
+struct Named {
+    explicit Named(std::string n) : name(std::move(n)) {}
+    std::string name;
+};
+static_assert(!std::is_default_constructible_v<Result<Named>>);
+static_assert(std::is_default_constructible_v<Result<int>>);
+
+TEST(ExecutorFn, OutputWithoutDefaultValue) {
+    asio::io_context io;
+    auto sched = Scheduler<int, Named>::builder()
+                     .pool(Pool<int, Named>("named").workers(1, 2, 2).retry(cronoq::RetryPolicy{1, 0ms, 1.0, 0ms, false}).executor_fn(
+                         [](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<Named>> {
+                             if (*x == 1) co_return TaskError::permanent("one");
+                             if (*x == 2) throw std::runtime_error("two");
+                             co_return Named("task " + std::to_string(*x));
+                         }))
+                     .build(io.get_executor());
+    auto ok = sched.try_submit(Task<int>(7)).value();
+    auto refused = sched.try_submit(Task<int>(1)).value();
+    auto thrown = sched.try_submit(Task<int>(2)).value();
+    io.run();
+    EXPECT_EQ(ok.status(), cronoq::TaskStatus::Succeeded);
+    EXPECT_EQ(cronoq::test::run(io, ok.result())->name, "task 7");
+    EXPECT_EQ(refused.status(), cronoq::TaskStatus::Failed);
+    EXPECT_EQ(thrown.status(), cronoq::TaskStatus::Failed);
+}
+
+// A default Result<O> holds a value-initialized O, as std::expected does.
+TEST(ExecutorFn, DefaultResultHoldsValueInitializedOutput) {
+    const Result<int> r;
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r.value(), 0);
+    const Result<std::string> s;
+    ASSERT_TRUE(s.has_value());
+    EXPECT_TRUE(s.value().empty());
+}
 }  // namespace executor_fn_test

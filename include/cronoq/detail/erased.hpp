@@ -11,6 +11,11 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+
+#include <exception>
 
 #include <functional>
 #include <memory>
@@ -99,8 +104,58 @@ AttemptOutput erase_result(Result<O>&& r) {
         return {std::make_shared<const O>(std::move(r).value()), std::nullopt};
 }
 
+class SchedulerCore;
+struct Attempt;  // the driver's (src/driver/attempt_state.hpp)
+
+/// Where an attempt's coroutine reports its end, once, on the attempt's
+/// lane: made by the driver, called by the completion that a typed pool
+/// binds to the coroutine (defined in the driver, which knows `Attempt`).
+class AttemptCompletion {
+public:
+    AttemptCompletion(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> attempt) noexcept
+        : core_(std::move(core)), attempt_(std::move(attempt)) {}
+    /// What the coroutine returned (`out`) or threw (`thrown`).
+    void operator()(std::exception_ptr thrown, AttemptOutput&& out) &&;
+
+private:
+    std::shared_ptr<SchedulerCore> core_;
+    std::shared_ptr<Attempt> attempt_;
+};
+
+/// The coroutine of an executor whose output type has no default value,
+/// which co_spawn needs of a coroutine's result: its result erased inside.
+template <class O>
+asio::awaitable<AttemptOutput> erased_attempt(asio::awaitable<Result<O>> attempt) {
+    co_return erase_result<O>(co_await std::move(attempt));
+}
+
+/// Spawns an attempt's coroutine on `lane`, cancelled through `slot`; its
+/// end goes to `done`. The user's coroutine is spawned itself, with no
+/// frame of the driver's around it, whenever `Result<O>` has a default
+/// value (co_spawn passes one beside an exception). Throws only what
+/// co_spawn throws (std::bad_alloc), before anything runs.
+template <class O>
+void spawn_attempt(const asio::any_io_executor& lane, asio::cancellation_slot slot, asio::awaitable<Result<O>> attempt,
+                   AttemptCompletion done) {
+    if constexpr (std::is_default_constructible_v<Result<O>>) {
+        asio::co_spawn(lane, std::move(attempt),
+                       asio::bind_cancellation_slot(slot, [done = std::move(done)](std::exception_ptr e, Result<O> r) mutable {
+                           std::move(done)(e, e ? AttemptOutput{} : erase_result<O>(std::move(r)));
+                       }));
+    } else {
+        asio::co_spawn(lane, erased_attempt<O>(std::move(attempt)),
+                       asio::bind_cancellation_slot(slot, [done = std::move(done)](std::exception_ptr e, AttemptOutput out) mutable {
+                           std::move(done)(e, std::move(out));
+                       }));
+    }
+}
+
 struct ErasedExecutor {
-    std::function<asio::awaitable<AttemptOutput>(TaskContext, std::shared_ptr<const void>)> run;
+    /// Makes the executor's coroutine for one attempt and spawns it
+    /// (spawn_attempt).
+    std::function<void(const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
+                       std::shared_ptr<const void> payload, AttemptCompletion done)>
+        spawn;
     std::function<void(LeaseId)> abort;  ///< empty when the executor has none
 };
 
