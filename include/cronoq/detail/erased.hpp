@@ -97,11 +97,11 @@ struct AttemptOutput {
 
 template <class O>
 AttemptOutput erase_result(Result<O>&& r) {
-    if (!r.has_value()) return {nullptr, r.error()};
+    if (!r.has_value()) return {nullptr, r.error(), std::nullopt};
     if constexpr (std::is_void_v<O>)
         return {};
     else
-        return {std::make_shared<const O>(std::move(r).value()), std::nullopt};
+        return {std::make_shared<const O>(std::move(r).value()), std::nullopt, std::nullopt};
 }
 
 class SchedulerCore;
