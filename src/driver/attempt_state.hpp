@@ -15,6 +15,7 @@
 
 #include <asio/cancellation_signal.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -100,6 +101,12 @@ struct Attempt final : AttemptState, RunningLink {
     /// remote attempt has no coroutine: its end is the worker's report).
     WorkerId worker{};
     asio::cancellation_signal signal;
+    /// Set once `co_spawn` has connected `signal` (on the attempt's lane).
+    /// An abort emits the signal only when it reads this set: the lane
+    /// already orders the two, and the flag states that order where
+    /// ThreadSanitizer can see it (it reported the pair under load, as a
+    /// race between the slot co_spawn installs and the abort's emit).
+    std::atomic<bool> spawned{false};
     /// The next attempt a step starts after the engine's mutex (guarded by
     /// it until the step takes the list).
     std::shared_ptr<Attempt> next_start;

@@ -377,6 +377,7 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         attempt->pool->def.executor.spawn(attempt->pool->lane(attempt->lease), attempt->signal.slot(),
                                           Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
                                           attempt->task->payload, AttemptCompletion(std::move(core), attempt));
+        attempt->spawned.store(true, std::memory_order_release);
     } catch (...) {  // the coroutine could not even be made (its frame not allocated)
         if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
     }
@@ -402,7 +403,10 @@ void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_cl
         if (const auto& abort = found->pool->def.executor.abort)
             contained("the executor's abort", *found, [&] { abort(lease); });
         found->cancel.cancel();  // contains its callbacks
-        contained("cancellation of the coroutine", *found, [&] { found->signal.emit(asio::cancellation_type::terminal); });
+        // Not spawned yet: the start, after this on the lane, sees the
+        // cancellation and never spawns.
+        if (found->spawned.load(std::memory_order_acquire))
+            contained("cancellation of the coroutine", *found, [&] { found->signal.emit(asio::cancellation_type::terminal); });
     });
 }
 
