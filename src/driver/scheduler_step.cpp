@@ -210,6 +210,12 @@ void SchedulerCore::State::serve_ends(core::Time now) {
     ends.clear();
     apply(now);
     check_drained();
+    // Idle now: no other task could run before the waiters these ends
+    // complete, so if this thread is in an attempt's completion they resume
+    // in place, not after a trip round the io_context. A busy scheduler
+    // posts them, and one awaiting coroutine then finds many results ready
+    // at once.
+    if (engine.live_tasks() == 0) ResumeInPlace::want();
 }
 
 // A remote report: the lease must be live and the worker's (the engine
@@ -318,15 +324,6 @@ namespace {
 // of tasks that submit each other cannot grow the stack.
 thread_local int starting_depth = 0;
 
-// Whether this thread runs `lane` now, so that asio::dispatch would run a
-// handler inline: asked of the lanes the driver makes (scheduler_core.cpp),
-// and false for any other executor, which then gets the dispatch.
-bool runs_here(const asio::any_io_executor& lane) {
-    if (const auto* io = lane.target<asio::io_context::executor_type>()) return io->running_in_this_thread();
-    if (const auto* s = lane.target<asio::strand<asio::io_context::executor_type>>()) return s->running_in_this_thread();
-    if (const auto* s = lane.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
-    return false;
-}
 }  // namespace
 
 void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
@@ -339,7 +336,7 @@ void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::s
         // instead of going round the io_context's queue (one pass of its
         // run loop less per task): what asio::dispatch would do, without
         // wrapping the call for the type-erased executor.
-        if (starting_depth == 0 && runs_here(lane)) {
+        if (starting_depth == 0 && runs_in_this_thread(lane)) {
             start(first ? core : std::move(core), std::move(a));
             continue;
         }
@@ -487,7 +484,13 @@ void SchedulerCore::State::on_wakeup() {
 // ---- attempts ------------------------------------------------------------------------------
 
 void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& out) && {
+    // Asio runs this as a handler of its own, with nothing of the
+    // application's below: if this end leaves the scheduler idle, the
+    // waiters it completes (the task's result, most often) resume here once
+    // the driver has let go of its locks (serve_ends, wait_list.hpp).
+    ResumeInPlace resume;
     SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
+    resume.run();
 }
 
 void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,

@@ -5,7 +5,9 @@
 // executor, so `io_context::run()` does not return under it; cancelling the
 // waiting coroutine (its cancellation slot) ends only its own wait, with
 // `asio::error::operation_aborted`. Completions are posted to the waiter's
-// executor, never run inline. Thread-safe.
+// executor, never run inline, except where the driver owns the thread and
+// asks for it (see `ResumeInPlace`). Thread-safe.
+#include <cronoq/detail/resume_in_place.hpp>
 #include <cronoq/detail/unique_function.hpp>
 
 #include <asio/associated_cancellation_slot.hpp>
@@ -38,7 +40,7 @@ struct is_coroutine_handler<asio::detail::awaitable_handler<Ts...>> : std::true_
 
 class WaitList : public std::enable_shared_from_this<WaitList> {
 public:
-    using Waiter = UniqueFunction<void(std::error_code)>;
+    using Waiter = detail::Waiter;  // resume_in_place.hpp
 
     static std::shared_ptr<WaitList> create() { return std::make_shared<WaitList>(); }
 
@@ -56,8 +58,8 @@ public:
             first.swap(first_);
             more.swap(more_);
         }
-        if (first) first->second(std::error_code{});
-        for (auto& [id, w] : more) w(std::error_code{});
+        if (first) complete(first->second);
+        for (auto& [id, w] : more) complete(w);
     }
 
     void reset() {
@@ -107,7 +109,13 @@ private:
             // the coroutine returns, so the wait needs no guard of its own.
             waiter = [h = std::move(handler)](std::error_code ec) mutable {
                 const auto ex = asio::get_associated_executor(h);
-                asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+                // In place: what asio::dispatch does when it runs the
+                // handler inline, without wrapping it for the type-erased
+                // executor.
+                if (ResumeInPlace::take_in_place() && runs_in_this_thread(ex))
+                    std::move(h)(ec);
+                else
+                    asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
             };
         } else {
             auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
@@ -136,6 +144,12 @@ private:
             first_.emplace(id, std::move(waiter));
         else
             more_.emplace_back(id, std::move(waiter));
+    }
+
+    // set()'s completion of a waiter: left for the thread's ResumeInPlace
+    // if it wants it, else posted now.
+    static void complete(Waiter& w) {
+        if (!ResumeInPlace::defer(w)) w(std::error_code{});
     }
 
     Waiter remove(std::uint64_t id) {

@@ -1,0 +1,101 @@
+// Where a task's awaiter resumes: in the attempt's completion when that end
+// leaves the scheduler idle, after a trip round the io_context otherwise
+// (detail/wait_list.hpp, ResumeInPlace).
+#include "driver_harness.hpp"
+
+#include <gtest/gtest.h>
+
+#include <asio/detached.hpp>
+
+namespace resumption_test {
+
+using namespace cronoq;
+
+namespace {
+
+using Sched = Scheduler<int, int>;
+
+asio::awaitable<Result<int>> echo(TaskContext, std::shared_ptr<const int> x) { co_return *x; }
+
+Sched one_slot_scheduler(asio::io_context& io) {
+    return Sched::builder().pool(Pool<int, int>("p").workers(1, 1, 1).executor_fn(echo)).build(io.get_executor());
+}
+
+// Awaits `h`'s result into `got`, then sets `resumed`.
+void await_result(asio::io_context& io, TaskHandle<int> h, int& got, bool& resumed) {
+    asio::co_spawn(
+        io,
+        [h, &got, &resumed]() -> asio::awaitable<void> {
+            auto wait = h.result();
+            got = *co_await std::move(wait);
+            resumed = true;
+        },
+        asio::detached);
+}
+
+}  // namespace
+
+TEST(Resumption, AnEndThatLeavesTheSchedulerIdleResumesTheAwaiterInItsOwnHandler) {
+    asio::io_context io;
+    auto sched = one_slot_scheduler(io);
+    auto h = sched.try_submit(Task<int>(5)).value();
+    int got = 0;
+    bool resumed = false;
+    await_result(io, h, got, resumed);
+    // One handler at a time: the one after which the task is Succeeded
+    // (the attempt's completion) has resumed the awaiter too.
+    bool succeeded = false;
+    while (!succeeded && io.run_one()) {
+        succeeded = h.status() == TaskStatus::Succeeded;
+        if (succeeded) {
+            EXPECT_TRUE(resumed) << "the awaiter was left for a later handler";
+        }
+    }
+    ASSERT_TRUE(succeeded);
+    EXPECT_EQ(got, 5);
+}
+
+TEST(Resumption, AnEndThatStartsTheNextTaskPostsTheAwaiter) {
+    asio::io_context io;
+    auto sched = one_slot_scheduler(io);
+    auto first = sched.try_submit(Task<int>(1)).value();
+    auto second = sched.try_submit(Task<int>(2)).value();  // queued behind it: one slot
+    int got = 0;
+    bool resumed = false;
+    await_result(io, first, got, resumed);
+    bool succeeded = false;
+    while (!succeeded && io.run_one()) {
+        succeeded = first.status() == TaskStatus::Succeeded;
+        // Busy (the second task starts): the awaiter goes round the queue,
+        // behind work already there.
+        if (succeeded) {
+            EXPECT_FALSE(resumed);
+        }
+    }
+    ASSERT_TRUE(succeeded);
+    io.run();
+    EXPECT_TRUE(resumed);
+    EXPECT_EQ(got, 1);
+    EXPECT_EQ(second.status(), TaskStatus::Succeeded);
+}
+
+// A coroutine resumed in place runs free of the driver's locks (it submits
+// again at once) and on a stack that does not grow from one round trip to
+// the next: each resumption returns before the next one starts.
+TEST(Resumption, ChainedRoundTripsResumedInPlaceNeitherBlockNorNest) {
+    asio::io_context io;
+    auto sched = one_slot_scheduler(io);
+    constexpr int rounds = 20000;
+    const long long sum = test::run(io, [&]() -> asio::awaitable<long long> {
+        long long total = 0;
+        for (int i = 0; i < rounds; ++i) {
+            auto h = sched.try_submit(Task<int>(i)).value();
+            auto wait = h.result();
+            total += *co_await std::move(wait);
+        }
+        co_return total;
+    }());
+    EXPECT_EQ(sum, static_cast<long long>(rounds) * (rounds - 1) / 2);
+}
+
+}  // namespace resumption_test
