@@ -7,6 +7,8 @@
 
 #include <asio/detached.hpp>
 
+#include <optional>
+
 namespace resumption_test {
 
 using namespace cronoq;
@@ -33,6 +35,15 @@ void await_result(asio::io_context& io, TaskHandle<int> h, int& got, bool& resum
         asio::detached);
 }
 
+// Runs `io` one handler at a time until `h` is Succeeded; returns whether
+// `resumed` was already set after that handler (the one that ended the
+// attempt), or nullopt if `io` ran out of work first.
+std::optional<bool> resumed_with_the_end(asio::io_context& io, const TaskHandle<int>& h, const bool& resumed) {
+    while (io.run_one())
+        if (h.status() == TaskStatus::Succeeded) return resumed;
+    return std::nullopt;
+}
+
 }  // namespace
 
 TEST(Resumption, AnEndThatLeavesTheSchedulerIdleResumesTheAwaiterInItsOwnHandler) {
@@ -42,16 +53,9 @@ TEST(Resumption, AnEndThatLeavesTheSchedulerIdleResumesTheAwaiterInItsOwnHandler
     int got = 0;
     bool resumed = false;
     await_result(io, h, got, resumed);
-    // One handler at a time: the one after which the task is Succeeded
-    // (the attempt's completion) has resumed the awaiter too.
-    bool succeeded = false;
-    while (!succeeded && io.run_one()) {
-        succeeded = h.status() == TaskStatus::Succeeded;
-        if (succeeded) {
-            EXPECT_TRUE(resumed) << "the awaiter was left for a later handler";
-        }
-    }
-    ASSERT_TRUE(succeeded);
+    // The handler after which the task is Succeeded (the attempt's
+    // completion) has resumed the awaiter too.
+    EXPECT_EQ(resumed_with_the_end(io, h, resumed), std::optional<bool>(true));
     EXPECT_EQ(got, 5);
 }
 
@@ -63,16 +67,9 @@ TEST(Resumption, AnEndThatStartsTheNextTaskPostsTheAwaiter) {
     int got = 0;
     bool resumed = false;
     await_result(io, first, got, resumed);
-    bool succeeded = false;
-    while (!succeeded && io.run_one()) {
-        succeeded = first.status() == TaskStatus::Succeeded;
-        // Busy (the second task starts): the awaiter goes round the queue,
-        // behind work already there.
-        if (succeeded) {
-            EXPECT_FALSE(resumed);
-        }
-    }
-    ASSERT_TRUE(succeeded);
+    // Busy (the second task starts): the awaiter goes round the queue,
+    // behind work already there.
+    EXPECT_EQ(resumed_with_the_end(io, first, resumed), std::optional<bool>(false));
     io.run();
     EXPECT_TRUE(resumed);
     EXPECT_EQ(got, 1);
