@@ -1,0 +1,165 @@
+// Attempts: how the driver starts an attempt's coroutine after a step and
+// takes its end back, and how shutdown abandons a coroutine that ignores
+// cancellation (see scheduler_state.hpp and docs/design.md).
+#include <cronoq/logging.hpp>
+
+#include "scheduler_state.hpp"
+
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
+
+namespace cronoq::detail {
+
+// ---- starts --------------------------------------------------------------------------------
+
+namespace {
+// Starts under way on this thread: a start that runs the executor inline
+// may reach another step's starts, which are then posted, so that a chain
+// of tasks that submit each other cannot grow the stack.
+thread_local int starting_depth = 0;
+
+}  // namespace
+
+void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
+    while (first) {
+        std::shared_ptr<Attempt> a = std::move(first);
+        first = std::move(a->next_start);
+        if (!core) continue;  // the scheduler is being destroyed: nothing may start
+        const auto& lane = a->pool->lane(a->lease);
+        // On a thread that runs the lane, the attempt starts at once
+        // instead of going round the io_context's queue (one pass of its
+        // run loop less per task): what asio::dispatch would do, without
+        // wrapping the call for the type-erased executor.
+        if (starting_depth == 0 && runs_in_this_thread(lane)) {
+            start(first ? core : std::move(core), std::move(a));
+            continue;
+        }
+        auto go = [core, a]() mutable { start(std::move(core), std::move(a)); };
+        try {
+            if (starting_depth == 0)
+                asio::dispatch(lane, std::move(go));  // another thread's lane: queued there
+            else
+                asio::post(lane, std::move(go));
+        } catch (...) {  // the handler could not be allocated
+            end_attempt(core, std::move(a), std::current_exception(), {});
+        }
+    }
+}
+
+void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> attempt) noexcept {
+    // Aborted between its dispatch and now (another thread's step, or a
+    // timeout): the executor never runs; the engine has ended the lease.
+    if (attempt->cancel.is_cancelled()) {
+        auto aborted = std::make_exception_ptr(TaskError::cancelled());
+        return end_attempt(std::move(core), std::move(attempt), aborted, {});
+    }
+    struct Depth {
+        Depth() { ++starting_depth; }
+        ~Depth() { --starting_depth; }
+    } depth;
+    try {
+        // The executor's own coroutine is spawned (spawn_attempt): no frame
+        // of the driver's sits between it and Asio; its end (or what it
+        // threw) comes to the completion, on the same lane. co_spawn runs
+        // it at once (we are on its lane) up to its first suspension.
+        // The core moves into the completion; the attempt is copied, so
+        // that a spawn that throws (and drops the completion) still leaves
+        // it here to report.
+        attempt->pool->def.executor.spawn(attempt->pool->lane(attempt->lease), attempt->signal.slot(),
+                                          Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
+                                          attempt->task->payload, AttemptCompletion(std::move(core), attempt));
+        attempt->spawned.store(true, std::memory_order_release);
+    } catch (...) {  // the coroutine could not even be made (its frame not allocated)
+        if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
+    }
+}
+
+// ---- ends ----------------------------------------------------------------------------------
+
+void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& out) && {
+    // Asio runs this as a handler of its own, with nothing of the
+    // application's below: if this end leaves the scheduler idle, the
+    // waiters it completes (the task's result, most often) resume here once
+    // the driver has let go of its locks (serve_ends, wait_list.hpp).
+    ResumeInPlace resume;
+    SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
+    resume.run();
+}
+
+void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,
+                                       std::exception_ptr thrown, AttemptOutput&& out) {
+    if (thrown) {
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const TaskError& e) {
+            out.error = e;
+        } catch (const std::exception& e) {
+            out.error = TaskError::permanent(std::string("panic: ") + e.what());
+        } catch (...) {
+            out.error = TaskError::permanent("panic: unknown exception");
+        }
+    }
+    // With a store, the output crosses it as bytes: encoded here, off the
+    // engine's mutex. An output the codec refuses cannot be kept.
+    const auto& encode = core->s_->durable ? core->s_->durable->codec.encode_output : nullptr;
+    if (encode && out.value && !out.error) {
+        try {
+            out.encoded = encode(out.value.get());
+        } catch (const std::exception& e) {
+            out = AttemptOutput{nullptr, TaskError::permanent(std::string("encode: ") + e.what()), {}};
+        }
+        if (const std::size_t limit = core->s_->durable->max_value_bytes; out.encoded && out.encoded->size() > limit)
+            out = AttemptOutput{nullptr,
+                                TaskError::permanent("encode: the output is " + std::to_string(out.encoded->size()) +
+                                                     " bytes encoded, more than the store accepts (" +
+                                                     std::to_string(limit) + ")"),
+                                {}};
+    }
+    // From here on the context reports cancelled (SPEC §4).
+    a->cancel.cancel();
+    core->s_->post_end(AttemptEnd{std::move(a), std::move(out)});
+}
+
+void SchedulerCore::State::link_running(Attempt& a) {
+    a.prev = running_attempts.prev;
+    a.next = &running_attempts;
+    a.prev->next = &a;
+    running_attempts.prev = &a;
+}
+
+// False if it was not linked (it had already been abandoned).
+bool SchedulerCore::State::unlink_running(Attempt& a) {
+    if (a.prev == &a) return false;  // unlinked: a link points to itself
+    a.prev->next = a.next;
+    a.next->prev = a.prev;
+    a.prev = a.next = &a;
+    return true;
+}
+
+// Shutdown waits `abandon_after` for coroutines of attempts the engine has
+// ended (all aborted by now); what ignores cancellation longer is
+// abandoned: it keeps what it uses alive, and its late result is ignored.
+void SchedulerCore::State::arm_abandon() {
+    if (abandon_armed) return;
+    abandon_armed = true;
+    const auto at = core::add_saturated(clock->now(), options.abandon_after);
+    abandon_timer->arm(at, [w = self] {
+        if (auto core = w.lock()) core->s_->abandon_deaf_attempts();
+    });
+}
+
+void SchedulerCore::State::abandon_deaf_attempts() {
+    Step step(*this);
+    while (running_attempts.next != &running_attempts) {
+        Attempt& a = static_cast<Attempt&>(*running_attempts.next);
+        log([id = task_id(*a.task), lease = a.lease, pool = a.pool->name, attempt = a.attempt, after = options.abandon_after] {
+            logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
+                           "abandoned, its result will be ignored",
+                           id.value, lease.value, *pool, attempt, after.count() / 1000000);
+        });
+        unlink_running(a);
+    }
+    check_drained();
+}
+
+}  // namespace cronoq::detail
