@@ -30,8 +30,13 @@ namespace cronoq {
 /// Awaitables: every `asio::awaitable` here and in `TaskHandle`,
 /// `TaskContext`, `EventStream` and `offload` is a real Asio asynchronous
 /// operation: while a coroutine awaits it the io_context has outstanding
-/// work, and it completes on the awaiting coroutine's executor (posted,
-/// never inline). Each states what it completes with, what it throws, and
+/// work, and it completes on the awaiting coroutine's executor, never
+/// inside the call that started it or any other call of the application's:
+/// posted, except that an attempt's end that leaves the scheduler idle
+/// resumes the coroutines it completes at once, from the attempt's own
+/// completion handler, when that thread runs their executor (as
+/// `asio::co_spawn`'s completion resumes its awaiter; docs/design.md,
+/// "Resumption in place"). Each states what it completes with, what it throws, and
 /// which `asio::cancellation_type`s it honours. A coroutine's default
 /// cancellation filter lets only `terminal` through (`asio::co_spawn` with
 /// a bound slot, `||` of the awaitable operators); to deliver `partial` or

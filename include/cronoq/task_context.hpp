@@ -44,8 +44,9 @@ public:
     /// timeout, lease expiry, shutdown) or because the attempt has ended.
     ///
     /// Completion: once cancelled (at once if it already is), never
-    /// otherwise; posted to the awaiting coroutine's executor, never run
-    /// inline. Throws nothing but the cancellation below.
+    /// otherwise; on the awaiting coroutine's executor, never inline in the
+    /// call that cancels (see "Awaitables" in scheduler.hpp). Throws nothing
+    /// but the cancellation below.
     ///
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through). Any of
