@@ -66,20 +66,14 @@ public:
         if constexpr (detail::is_awaitable<R>::value) {
             static_assert(std::is_same_v<R, asio::awaitable<Result<O>>>,
                           "a coroutine executor must return asio::awaitable<cronoq::Result<O>>");
-            state_.executor.spawn = [fn](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
-                                         std::shared_ptr<const void> p, detail::AttemptCompletion done) {
-                detail::spawn_attempt<O>(lane, slot, (*fn)(std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
-                                         std::move(done));
-            };
+            state_.executor.spawn =
+                spawner([fn](TaskContext ctx, std::shared_ptr<const P> p) { return (*fn)(std::move(ctx), std::move(p)); });
         } else {
             static_assert(std::is_same_v<R, Result<O>> || std::is_convertible_v<R, Result<O>> ||
                               (std::is_void_v<O> && std::is_void_v<R>),
                           "a plain executor must return cronoq::Result<O> or O");
-            state_.executor.spawn = [fn](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
-                                         std::shared_ptr<const void> p, detail::AttemptCompletion done) {
-                detail::spawn_attempt<O>(lane, slot, offloaded(fn, std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
-                                         std::move(done));
-            };
+            state_.executor.spawn = spawner(
+                [fn](TaskContext ctx, std::shared_ptr<const P> p) { return offloaded(fn, std::move(ctx), std::move(p)); });
         }
         state_.executor.abort = nullptr;
         return *this;
@@ -93,11 +87,8 @@ public:
     template <Executor<P, O> E>
     Pool& executor(std::shared_ptr<E> e) {
         state_.engine.remote = false;
-        state_.executor.spawn = [e](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
-                                    std::shared_ptr<const void> p, detail::AttemptCompletion done) {
-            detail::spawn_attempt<O>(lane, slot, e->execute(std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
-                                     std::move(done));
-        };
+        state_.executor.spawn =
+            spawner([e](TaskContext ctx, std::shared_ptr<const P> p) { return e->execute(std::move(ctx), std::move(p)); });
         if constexpr (AbortableExecutor<E>)
             state_.executor.abort = [e](LeaseId lease) { e->abort(lease); };
         else
@@ -178,6 +169,17 @@ public:
 
 private:
     friend struct detail::Access;
+
+    // The erased form of an executor: `make(ctx, payload)` makes one
+    // attempt's coroutine, which spawn_attempt spawns.
+    template <class Make>
+    static auto spawner(Make make) {
+        return [make = std::move(make)](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
+                                        std::shared_ptr<const void> p, detail::AttemptCompletion done) {
+            detail::spawn_attempt<O>(lane, slot, make(std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
+                                     std::move(done));
+        };
+    }
 
     // A plain executor's attempt: the call, on the blocking thread pool,
     // awaited.
