@@ -33,8 +33,9 @@ namespace cronoq {
 /// work, and it completes on the awaiting coroutine's executor, never
 /// inside the call that started it or any other call of the application's:
 /// posted, except that an attempt's end that leaves the scheduler idle
-/// resumes the coroutines it completes at once, from the attempt's own
-/// completion handler, when that thread runs their executor (as
+/// resumes the coroutines it completes at once, from the handler in which
+/// the attempt's coroutine ended (one of Asio's, never a call of the
+/// application's), when that thread runs their executor (as
 /// `asio::co_spawn`'s completion resumes its awaiter; docs/design.md,
 /// "Resumption in place"). Each states what it completes with, what it throws, and
 /// which `asio::cancellation_type`s it honours. A coroutine's default
@@ -47,6 +48,12 @@ namespace cronoq {
 ///
 /// Threads: `try_submit`, `submit`, `cancel`, `status` and `subscribe` are
 /// safe from any thread; the io_context may be run by one thread or many.
+/// Called on a thread that runs a pool's executor (from a coroutine), a
+/// call that lets attempts start runs each executor at once up to its
+/// first suspension, and an executor that returns without suspending has
+/// ended its task by the time the call returns: its handle is finished,
+/// and `result()` goes on without waiting. What that end completes for
+/// other coroutines is posted to them, never run inside the call.
 /// An idle scheduler keeps no operation pending, so `io_context::run()`
 /// returns once the application's own work is done.
 ///

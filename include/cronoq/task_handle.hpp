@@ -34,8 +34,8 @@ public:
     /// suspending. Otherwise a real Asio operation: it keeps the io_context
     /// busy while it waits, and it completes on the awaiting coroutine's
     /// executor: posted, or, when the task's end leaves the scheduler idle,
-    /// resumed at once from the attempt's completion handler if that thread
-    /// runs the executor (see "Awaitables" in scheduler.hpp).
+    /// resumed at once from the handler in which the attempt ended if that
+    /// thread runs the executor (see "Awaitables" in scheduler.hpp).
     ///
     /// Completion: the output if the task succeeded (null for `void`).
     /// Throws `TaskFailure` with the status, attempt and last error for

@@ -8,6 +8,8 @@
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
 
+#include <exception>
+
 namespace cronoq::detail {
 
 // ---- starts --------------------------------------------------------------------------------
@@ -15,7 +17,9 @@ namespace cronoq::detail {
 namespace {
 // Starts under way on this thread: a start that runs the executor inline
 // may reach another step's starts, which are then posted, so that a chain
-// of tasks that submit each other cannot grow the stack.
+// of tasks that submit each other cannot grow the stack. An attempt's
+// completion that finds it above zero runs inside a start, where a call of
+// the application's may be below.
 thread_local int starting_depth = 0;
 
 }  // namespace
@@ -61,7 +65,8 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         // The executor's own coroutine is spawned (spawn_attempt): no frame
         // of the driver's sits between it and Asio; its end (or what it
         // threw) comes to the completion, on the same lane. co_spawn runs
-        // it at once (we are on its lane) up to its first suspension.
+        // it at once (we are on its lane) up to its first suspension; if
+        // it never suspends, its end is served inside this call.
         // The core moves into the completion; the attempt is copied, so
         // that a spawn that throws (and drops the completion) still leaves
         // it here to report.
@@ -69,7 +74,11 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
                                           Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
                                           attempt->task->payload, AttemptCompletion(std::move(core), attempt));
         attempt->spawned.store(true, std::memory_order_release);
-    } catch (...) {  // the coroutine could not even be made (its frame not allocated)
+    } catch (...) {
+        // Serving the end threw (std::bad_alloc in a step): the driver
+        // cannot go on, as when any step throws.
+        if (attempt->ended.load(std::memory_order_relaxed)) std::terminate();
+        // The coroutine could not even be made (its frame not allocated).
         if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
     }
 }
@@ -77,10 +86,16 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
 // ---- ends ----------------------------------------------------------------------------------
 
 void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& out) && {
-    // Asio runs this as a handler of its own, with nothing of the
-    // application's below: if this end leaves the scheduler idle, the
-    // waiters it completes (the task's result, most often) resume here once
-    // the driver has let go of its locks (serve_ends, wait_list.hpp).
+    attempt_->ended.store(true, std::memory_order_relaxed);
+    // The coroutine ended without suspending, inside its start: a call of
+    // the application's (try_submit) may be below, so the waiters this end
+    // completes are posted.
+    if (starting_depth > 0)
+        return SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
+    // Where the coroutine ended after a suspension, in the handler that
+    // resumed it: if this end leaves the scheduler idle, the waiters it
+    // completes (the task's result, most often) resume here once the
+    // driver has let go of its locks (serve_ends, wait_list.hpp).
     ResumeInPlace resume;
     SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
     resume.run();

@@ -1,12 +1,17 @@
-// Where a task's awaiter resumes: in the attempt's completion when that end
-// leaves the scheduler idle, after a trip round the io_context otherwise
+// Where an attempt ends and a task's awaiter resumes. An attempt whose
+// coroutine never suspends ends inside its start (detail/immediate_executor.hpp),
+// and no waiter resumes there. One that suspended ends in the handler that
+// resumed it, and its awaiter resumes in that handler when the end leaves
+// the scheduler idle, after a trip round the io_context otherwise
 // (detail/wait_list.hpp, ResumeInPlace).
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>
 
 #include <asio/detached.hpp>
+#include <asio/post.hpp>
 
+#include <chrono>
 #include <optional>
 
 namespace resumption_test {
@@ -17,10 +22,27 @@ namespace {
 
 using Sched = Scheduler<int, int>;
 
-asio::awaitable<Result<int>> echo(TaskContext, std::shared_ptr<const int> x) { co_return *x; }
+using namespace std::chrono_literals;
+
+// Returns its payload without suspending; fails on a negative one.
+asio::awaitable<Result<int>> echo(TaskContext, std::shared_ptr<const int> x) {
+    if (*x < 0) co_return TaskError::permanent("negative");
+    co_return *x;
+}
+
+// Returns its payload after one trip round the io_context: it ends in a
+// handler of its own, not inside its start.
+asio::awaitable<Result<int>> echo_after_a_yield(TaskContext, std::shared_ptr<const int> x) {
+    auto ex = co_await asio::this_coro::executor;
+    auto yield = asio::post(ex, asio::use_awaitable);
+    co_await std::move(yield);
+    co_return *x;
+}
 
 Sched one_slot_scheduler(asio::io_context& io) {
-    return Sched::builder().pool(Pool<int, int>("p").workers(1, 1, 1).executor_fn(echo)).build(io.get_executor());
+    return Sched::builder()
+        .pool(Pool<int, int>("p").workers(1, 1, 1).executor_fn(echo_after_a_yield))
+        .build(io.get_executor());
 }
 
 // Awaits `h`'s result into `got`, then sets `resumed`.
@@ -74,6 +96,61 @@ TEST(Resumption, AnEndThatStartsTheNextTaskPostsTheAwaiter) {
     EXPECT_TRUE(resumed);
     EXPECT_EQ(got, 1);
     EXPECT_EQ(second.status(), TaskStatus::Succeeded);
+}
+
+// A task submitted from a coroutine on the pool's thread, whose executor
+// returns without suspending, has ended when try_submit returns: its
+// result is there without a wait.
+TEST(Resumption, AnExecutorThatNeverSuspendsEndsItsTaskInsideTheSubmit) {
+    asio::io_context io;
+    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(echo)).build(io.get_executor());
+    std::optional<TaskStatus> after_submit;
+    const int got = test::run(io, [&]() -> asio::awaitable<int> {
+        auto h = sched.try_submit(Task<int>(7)).value();
+        after_submit = h.status();
+        auto wait = h.result();
+        co_return *co_await std::move(wait);
+    }());
+    EXPECT_EQ(after_submit, std::optional<TaskStatus>(TaskStatus::Succeeded));
+    EXPECT_EQ(got, 7);
+}
+
+// That end happens inside a call of the application's: what it completes
+// is posted, never resumed there, even when it leaves the scheduler idle.
+// Here the end of "parent" (it fails at once) skips its dependent, whose
+// awaiter must not run inside the try_submit of the parent.
+TEST(Resumption, NoAwaiterResumesInsideTheSubmitWhoseTaskEndsAtOnce) {
+    asio::io_context io;
+    auto sched = Sched::builder()
+                     .pool(Pool<int, int>("p").unknown_dependency(UnknownDependency::Await{1h}).executor_fn(echo))
+                     .build(io.get_executor());
+    auto dependent = sched.try_submit(Task<int>(1).depends_on(Dep::on_success("parent"))).value();
+    bool resumed = false;
+    asio::co_spawn(
+        io,
+        [dependent, &resumed]() -> asio::awaitable<void> {
+            auto wait = dependent.result();
+            try {
+                co_await std::move(wait);
+            } catch (const TaskFailure&) {
+            }
+            resumed = true;
+        },
+        asio::detached);
+    std::optional<bool> resumed_inside;
+    std::optional<TaskStatus> dependent_after;
+    test::run(io, [&]() -> asio::awaitable<void> {
+        auto parent = sched.try_submit(Task<int>(-1).key("parent")).value();
+        resumed_inside = resumed;
+        dependent_after = dependent.status();
+        EXPECT_EQ(parent.status(), TaskStatus::Failed);
+        co_return;
+    }());
+    EXPECT_EQ(dependent_after, std::optional<TaskStatus>(TaskStatus::Skipped));
+    EXPECT_EQ(resumed_inside, std::optional<bool>(false));
+    io.restart();
+    io.run();  // the posted resumption
+    EXPECT_TRUE(resumed);
 }
 
 // A coroutine resumed in place runs free of the driver's locks (it submits

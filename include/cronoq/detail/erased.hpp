@@ -3,6 +3,7 @@
 // executor to the driver core, so that the core compiles once. Tasks travel
 // as `TaskRequest` (task_request.hpp), which needs no Asio.
 #include <cronoq/core/task_spec.hpp>
+#include <cronoq/detail/immediate_executor.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/result.hpp>
 #include <cronoq/scaler.hpp>
@@ -12,6 +13,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/bind_cancellation_slot.hpp>
+#include <asio/bind_executor.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/co_spawn.hpp>
 
@@ -108,8 +110,9 @@ class SchedulerCore;
 struct Attempt;  // the driver's (src/driver/attempt_state.hpp)
 
 /// Where an attempt's coroutine reports its end, once, on the attempt's
-/// lane: made by the driver, called by the completion that a typed pool
-/// binds to the coroutine (defined in the driver, which knows `Attempt`).
+/// lane, where the coroutine ended: made by the driver, called by the
+/// completion that a typed pool binds to the coroutine (defined in the
+/// driver, which knows `Attempt`).
 class AttemptCompletion {
 public:
     AttemptCompletion(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> attempt) noexcept
@@ -130,23 +133,26 @@ asio::awaitable<AttemptOutput> erased_attempt(asio::awaitable<Result<O>> attempt
 }
 
 /// Spawns an attempt's coroutine on `lane`, cancelled through `slot`; its
-/// end goes to `done`. The user's coroutine is spawned itself, with no
-/// frame of the driver's around it, whenever `Result<O>` has a default
-/// value (co_spawn passes one beside an exception). Throws only what
-/// co_spawn throws (std::bad_alloc), before anything runs.
+/// end goes to `done`, at once where the coroutine ends (ImmediateExecutor:
+/// inside this call if it never suspends). The user's coroutine is spawned
+/// itself, with no frame of the driver's around it, whenever `Result<O>`
+/// has a default value (co_spawn passes one beside an exception). Throws
+/// what co_spawn throws (std::bad_alloc) and what `done` throws.
 template <class O>
 void spawn_attempt(const asio::any_io_executor& lane, asio::cancellation_slot slot, asio::awaitable<Result<O>> attempt,
                    AttemptCompletion done) {
+    const ImmediateExecutor at_once(asio::query(lane, asio::execution::context));
     if constexpr (std::is_default_constructible_v<Result<O>>) {
-        asio::co_spawn(lane, std::move(attempt),
-                       asio::bind_cancellation_slot(slot, [done = std::move(done)](std::exception_ptr e, Result<O> r) mutable {
-                           std::move(done)(e, e ? AttemptOutput{} : erase_result<O>(std::move(r)));
-                       }));
+        auto end = [done = std::move(done)](std::exception_ptr e, Result<O> r) mutable {
+            std::move(done)(e, e ? AttemptOutput{} : erase_result<O>(std::move(r)));
+        };
+        asio::co_spawn(lane, std::move(attempt), asio::bind_cancellation_slot(slot, asio::bind_executor(at_once, std::move(end))));
     } else {
+        auto end = [done = std::move(done)](std::exception_ptr e, AttemptOutput out) mutable {
+            std::move(done)(e, std::move(out));
+        };
         asio::co_spawn(lane, erased_attempt<O>(std::move(attempt)),
-                       asio::bind_cancellation_slot(slot, [done = std::move(done)](std::exception_ptr e, AttemptOutput out) mutable {
-                           std::move(done)(e, std::move(out));
-                       }));
+                       asio::bind_cancellation_slot(slot, asio::bind_executor(at_once, std::move(end))));
     }
 }
 
