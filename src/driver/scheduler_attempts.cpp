@@ -9,6 +9,7 @@
 #include <asio/post.hpp>
 
 #include <exception>
+#include <vector>
 
 namespace cronoq::detail {
 
@@ -16,36 +17,113 @@ namespace cronoq::detail {
 
 namespace {
 // Starts under way on this thread: a start that runs the executor inline
-// may reach another step's starts, which are then posted, so that a chain
-// of tasks that submit each other cannot grow the stack. An attempt's
-// completion that finds it above zero runs inside a start, where a call of
-// the application's may be below.
+// may reach another scheduler's starts, which are then posted, so that a
+// chain of tasks that submit each other cannot grow the stack. An
+// attempt's completion that finds it above zero runs inside a start, where
+// a call of the application's may be below.
 thread_local int starting_depth = 0;
+
+// One start_all's run on this thread. The attempts that end inside their
+// start leave their ends here, to be served together in one step once every
+// start of the run is made; what that step (or an executor calling the
+// scheduler) dispatches waits here for the next run, which goes round the
+// io_context once for all of them. Only one run per thread: a start_all of
+// another scheduler inside it posts its starts, as inside any start.
+class StartRun {
+public:
+    explicit StartRun(const SchedulerCore::State& s) noexcept : state_(&s) { current_ = this; }
+    ~StartRun() { current_ = nullptr; }
+    StartRun(const StartRun&) = delete;
+    StartRun& operator=(const StartRun&) = delete;
+
+    static StartRun* current() noexcept { return current_; }
+    /// The run of `s` on this thread, if one is under way.
+    static StartRun* of(const SchedulerCore::State& s) noexcept {
+        return current_ && current_->state_ == &s ? current_ : nullptr;
+    }
+    /// Ends made inside this run's starts; the buffer is the thread's,
+    /// kept with its capacity from run to run.
+    static std::vector<AttemptEnd>& ends() noexcept { return ends_; }
+
+    /// Adds `list` (linked through `next_start`) to the next run, in order.
+    void later(std::shared_ptr<Attempt> list) noexcept {
+        while (list) {
+            std::shared_ptr<Attempt> a = std::move(list);
+            list = std::move(a->next_start);
+            Attempt* added = a.get();
+            if (next_tail_)
+                next_tail_->next_start = std::move(a);
+            else
+                next_ = std::move(a);
+            next_tail_ = added;
+        }
+    }
+    std::shared_ptr<Attempt> take_later() noexcept {
+        next_tail_ = nullptr;
+        return std::move(next_);
+    }
+
+private:
+    const SchedulerCore::State* state_;
+    std::shared_ptr<Attempt> next_;
+    Attempt* next_tail_ = nullptr;
+    static inline thread_local StartRun* current_ = nullptr;
+    static inline thread_local std::vector<AttemptEnd> ends_;
+};
 
 }  // namespace
 
 void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
-    while (first) {
-        std::shared_ptr<Attempt> a = std::move(first);
-        first = std::move(a->next_start);
-        if (!core) continue;  // the scheduler is being destroyed: nothing may start
-        const auto& lane = a->pool->lane(a->lease);
-        // On a thread that runs the lane, the attempt starts at once
-        // instead of going round the io_context's queue (one pass of its
-        // run loop less per task): what asio::dispatch would do, without
-        // wrapping the call for the type-erased executor.
-        if (starting_depth == 0 && runs_in_this_thread(lane)) {
-            start(first ? core : std::move(core), std::move(a));
-            continue;
-        }
-        auto go = [core, a]() mutable { start(std::move(core), std::move(a)); };
-        try {
-            if (starting_depth == 0)
+    if (!core || !first) return;  // the scheduler is being destroyed: nothing may start
+    State& s = *core->s_;
+    if (StartRun* run = StartRun::current()) {
+        // Inside a run of this scheduler (an end it serves, an executor
+        // calling it): these start in the next run.
+        if (run == StartRun::of(s)) return run->later(std::move(first));
+    }
+    if (StartRun::current() || starting_depth > 0) return post_starts(core, std::move(first));
+    std::shared_ptr<Attempt> next;
+    {
+        StartRun run(s);
+        while (first) {
+            std::shared_ptr<Attempt> a = std::move(first);
+            first = std::move(a->next_start);
+            const auto& lane = a->pool->lane(a->lease);
+            // On a thread that runs the lane, the attempt starts at once
+            // instead of going round the io_context's queue (one pass of
+            // its run loop less per task): what asio::dispatch would do,
+            // without wrapping the call for the type-erased executor.
+            if (runs_in_this_thread(lane)) {
+                start(core, std::move(a));
+                continue;
+            }
+            auto go = [core, a]() mutable { start_all(std::move(core), std::move(a)); };
+            try {
                 asio::dispatch(lane, std::move(go));  // another thread's lane: queued there
-            else
-                asio::post(lane, std::move(go));
-        } catch (...) {  // the handler could not be allocated
-            end_attempt(core, std::move(a), std::current_exception(), {});
+            } catch (...) {                           // the handler could not be allocated
+                end_attempt(core, std::move(a), std::current_exception(), {});
+            }
+        }
+        // The attempts that ended inside their start: one step serves them
+        // all, as it serves a single end (post_end).
+        if (std::vector<AttemptEnd>& ended = StartRun::ends(); !ended.empty()) s.post_ends(ended);
+        next = run.take_later();
+    }
+    if (next) post_starts(core, std::move(next));
+}
+
+// Posts one handler that starts `list` (linked through `next_start`) in a
+// run of its own, on the lane of its first attempt.
+void SchedulerCore::State::post_starts(const std::shared_ptr<SchedulerCore>& core, std::shared_ptr<Attempt> list) noexcept {
+    const auto& lane = list->pool->lane(list->lease);
+    try {
+        asio::post(lane, [core, list]() mutable { start_all(std::move(core), std::move(list)); });
+    } catch (...) {  // the handler could not be allocated: none of them starts
+        const auto error = std::current_exception();
+        while (list) {
+            std::shared_ptr<Attempt> a = std::move(list);
+            list = std::move(a->next_start);
+            end_attempt(core, std::move(a), error, {});
         }
     }
 }
@@ -132,6 +210,9 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
     }
     // From here on the context reports cancelled (SPEC §4).
     a->cancel.cancel();
+    // Ended inside a start of a run (start_all): the run serves it with
+    // the others, in one step.
+    if (StartRun::of(*core->s_)) return StartRun::ends().push_back(AttemptEnd{std::move(a), std::move(out)});
     core->s_->post_end(AttemptEnd{std::move(a), std::move(out)});
 }
 

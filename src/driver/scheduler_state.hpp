@@ -312,6 +312,12 @@ struct SchedulerCore::State {
     /// Queues an attempt's end; served by whichever step comes next, at
     /// once if nobody holds the engine.
     void post_end(AttemptEnd&& end);
+    /// The same for several ends at once; leaves `batch` empty.
+    void post_ends(std::vector<AttemptEnd>& batch);
+    /// What post_end and post_ends share: `put` moves the end(s) into the
+    /// vector it is given (scheduler_step.cpp).
+    template <class Put>
+    void offer_ends(Put&& put);
     /// The same for a remote worker's report.
     void post_remote(RemoteEnd end);
     /// Mutex held: moves what the inbox holds to `ends` and `remote_ends`.
@@ -406,8 +412,12 @@ struct SchedulerCore::State {
     void on_wakeup();
 
     // ---- attempts ---------------------------------------------------------------------
-    /// No lock held: starts each attempt of the list on its lane.
+    /// No lock held: starts each attempt of the list on its lane, in one
+    /// run: ends inside the starts are served together after them, and
+    /// what that dispatches starts in one posted run (scheduler_attempts.cpp).
     static void start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept;
+    /// Posts a run of the list's starts to the lane of its first attempt.
+    static void post_starts(const std::shared_ptr<SchedulerCore>& core, std::shared_ptr<Attempt> list) noexcept;
     /// On the attempt's lane: makes the executor's coroutine and spawns it.
     static void start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) noexcept;
     /// What the attempt's coroutine returned or threw, reported on its lane.

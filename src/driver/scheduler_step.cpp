@@ -117,19 +117,22 @@ void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
     if (inbox_filled.load(std::memory_order_acquire) && lock.try_lock()) end_step(lock);
 }
 
-void SchedulerCore::State::post_end(AttemptEnd&& end) {
+template <class Put>
+void SchedulerCore::State::offer_ends(Put&& put) {
     {
-        // Nobody holds the engine: serve this end at once, without the inbox.
+        // Nobody holds the engine: serve these ends at once, without the
+        // inbox. Never wait for it: the holder may be waiting for this
+        // thread (a reader whose clock the application holds, say).
         std::unique_lock lock(mu, std::try_to_lock);
         if (lock) {
-            ends.push_back(std::move(end));
+            put(ends);
             serve_ends(clock->now());
             return end_step(lock);
         }
     }
     {
         std::lock_guard lock(inbox_mu);
-        inbox.push_back(std::move(end));
+        put(inbox);
         inbox_filled.store(true, std::memory_order_relaxed);
     }
     // Pairs with the fence in end_step: either this try_lock sees the
@@ -137,6 +140,21 @@ void SchedulerCore::State::post_end(AttemptEnd&& end) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     std::unique_lock lock(mu, std::try_to_lock);
     if (lock) end_step(lock);
+}
+
+void SchedulerCore::State::post_end(AttemptEnd&& end) {
+    offer_ends([&](std::vector<AttemptEnd>& to) { to.push_back(std::move(end)); });
+}
+
+void SchedulerCore::State::post_ends(std::vector<AttemptEnd>& batch) {
+    offer_ends([&](std::vector<AttemptEnd>& to) {
+        if (to.empty()) {
+            to.swap(batch);  // both buffers keep their capacity
+        } else {
+            std::move(batch.begin(), batch.end(), std::back_inserter(to));
+            batch.clear();
+        }
+    });
 }
 
 void SchedulerCore::State::post_remote(RemoteEnd end) {
