@@ -107,9 +107,10 @@ struct Attempt final : AttemptState, RunningLink {
     /// ThreadSanitizer can see it (it reported the pair under load, as a
     /// race between the slot co_spawn installs and the abort's emit).
     std::atomic<bool> spawned{false};
-    /// Set when its completion is called: a spawn that throws after the
-    /// coroutine ended inside it (its end threw) must not end it again.
-    std::atomic<bool> ended{false};
+    /// Set by its completion when the coroutine ended inside the spawn
+    /// (it never suspended); read by the start after the spawn, on the
+    /// same thread.
+    bool ended_in_start = false;
     /// The next attempt a step starts after the engine's mutex (guarded by
     /// it until the step takes the list).
     std::shared_ptr<Attempt> next_start;

@@ -9,6 +9,7 @@
 #include <asio/post.hpp>
 
 #include <exception>
+#include <utility>
 #include <vector>
 
 namespace cronoq::detail {
@@ -22,6 +23,10 @@ namespace {
 // attempt's completion that finds it above zero runs inside a start, where
 // a call of the application's may be below.
 thread_local int starting_depth = 0;
+// The attempt whose coroutine the innermost start on this thread is
+// spawning: its completion, if it finds itself here, ended inside that
+// spawn (the coroutine never suspended).
+thread_local const Attempt* spawning = nullptr;
 
 // One start_all's run on this thread. The attempts that end inside their
 // start leave their ends here, to be served together in one step once every
@@ -136,9 +141,13 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         return end_attempt(std::move(core), std::move(attempt), aborted, {});
     }
     struct Depth {
-        Depth() { ++starting_depth; }
-        ~Depth() { --starting_depth; }
-    } depth;
+        explicit Depth(const Attempt* a) : outer(std::exchange(spawning, a)) { ++starting_depth; }
+        ~Depth() {
+            --starting_depth;
+            spawning = outer;
+        }
+        const Attempt* outer;
+    } depth(attempt.get());
     try {
         // The executor's own coroutine is spawned (spawn_attempt): no frame
         // of the driver's sits between it and Asio; its end (or what it
@@ -152,10 +161,15 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
                                           Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
                                           attempt->task->payload, AttemptCompletion(std::move(core), attempt));
         attempt->spawned.store(true, std::memory_order_release);
+        // Ended already: Asio's cancellation handlers for the coroutine
+        // (one in the slot, one in the proxy slot co_spawn made) go back to
+        // its recycling allocator now, for the next start to take, instead
+        // of staying with the attempt until its end is served.
+        if (attempt->ended_in_start) attempt->signal.slot().clear();
     } catch (...) {
         // Serving the end threw (std::bad_alloc in a step): the driver
         // cannot go on, as when any step throws.
-        if (attempt->ended.load(std::memory_order_relaxed)) std::terminate();
+        if (attempt->ended_in_start) std::terminate();
         // The coroutine could not even be made (its frame not allocated).
         if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
     }
@@ -164,7 +178,7 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
 // ---- ends ----------------------------------------------------------------------------------
 
 void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& out) && {
-    attempt_->ended.store(true, std::memory_order_relaxed);
+    if (spawning == attempt_.get()) attempt_->ended_in_start = true;
     // The coroutine ended without suspending, inside its start: a call of
     // the application's (try_submit) may be below, so the waiters this end
     // completes are posted.
