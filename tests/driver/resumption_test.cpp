@@ -1,6 +1,7 @@
 // Where an attempt ends and a task's awaiter resumes. An attempt whose
 // coroutine never suspends ends inside its start (detail/immediate_executor.hpp),
-// and no waiter resumes there. One that suspended ends in the handler that
+// no waiter resumes there, and the ends of one run of starts are served in
+// one step. One that suspended ends in the handler that
 // resumed it, and its awaiter resumes in that handler when the end leaves
 // the scheduler idle, after a trip round the io_context otherwise
 // (detail/wait_list.hpp, ResumeInPlace).
@@ -12,7 +13,9 @@
 #include <asio/post.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace resumption_test {
 
@@ -151,6 +154,36 @@ TEST(Resumption, NoAwaiterResumesInsideTheSubmitWhoseTaskEndsAtOnce) {
     io.restart();
     io.run();  // the posted resumption
     EXPECT_TRUE(resumed);
+}
+
+// Attempts that end inside their start are served together: 80 tasks whose
+// executor never suspends, submitted at once from the pool's thread to 8
+// slots, start in runs of 8, and each run's 8 ends take one step (not one
+// each). On an io_context made for one thread the pool's lane is the
+// io_context's executor, which that thread runs.
+TEST(Resumption, EndsInsideARunOfStartsAreServedInOneStep) {
+    asio::io_context io(1);
+    auto sched = Sched::builder().pool(Pool<int, int>("p").workers(8, 8, 8).executor_fn(echo)).build(io.get_executor());
+    constexpr int tasks = 80;
+    std::uint64_t before = 0;
+    std::uint64_t after = 0;
+    const long long sum = test::run(io, [&]() -> asio::awaitable<long long> {
+        std::vector<Task<int>> batch;
+        for (int i = 0; i < tasks; ++i) batch.emplace_back(i);
+        before = sched.lock_acquisitions();
+        auto submitted = sched.try_submit_many(std::move(batch));
+        long long total = 0;
+        for (auto& r : submitted) {
+            auto wait = r.value().result();
+            total += *co_await std::move(wait);
+        }
+        after = sched.lock_acquisitions();
+        co_return total;
+    }());
+    EXPECT_EQ(sum, static_cast<long long>(tasks) * (tasks - 1) / 2);
+    // The admission, one step per run of 8 (10 runs) and the read of the
+    // figure: 12, where a step per end would take 82.
+    EXPECT_EQ(after - before, 12u);
 }
 
 // A coroutine resumed in place runs free of the driver's locks (it submits
