@@ -116,4 +116,35 @@ struct Attempt final : AttemptState, RunningLink {
     std::shared_ptr<Attempt> next_start;
 };
 
+/// Attempts waiting to start, in order, linked through `next_start`.
+class StartList {
+public:
+    /// Adds `a` (its `next_start` empty) at the end.
+    void push_back(std::shared_ptr<Attempt> a) noexcept {
+        Attempt* added = a.get();
+        if (tail_)
+            tail_->next_start = std::move(a);
+        else
+            head_ = std::move(a);
+        tail_ = added;
+    }
+    /// Adds every attempt of `list` (linked the same way) at the end.
+    void append(std::shared_ptr<Attempt> list) noexcept {
+        while (list) {
+            std::shared_ptr<Attempt> a = std::move(list);
+            list = std::move(a->next_start);
+            push_back(std::move(a));
+        }
+    }
+    /// The list's first attempt (the rest linked behind it); empties it.
+    std::shared_ptr<Attempt> take() noexcept {
+        tail_ = nullptr;
+        return std::move(head_);
+    }
+
+private:
+    std::shared_ptr<Attempt> head_;
+    Attempt* tail_ = nullptr;
+};
+
 }  // namespace cronoq::detail

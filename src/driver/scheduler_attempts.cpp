@@ -51,27 +51,12 @@ public:
     static std::vector<AttemptEnd>& ends() noexcept { return ends_; }
 
     /// Adds `list` (linked through `next_start`) to the next run, in order.
-    void later(std::shared_ptr<Attempt> list) noexcept {
-        while (list) {
-            std::shared_ptr<Attempt> a = std::move(list);
-            list = std::move(a->next_start);
-            Attempt* added = a.get();
-            if (next_tail_)
-                next_tail_->next_start = std::move(a);
-            else
-                next_ = std::move(a);
-            next_tail_ = added;
-        }
-    }
-    std::shared_ptr<Attempt> take_later() noexcept {
-        next_tail_ = nullptr;
-        return std::move(next_);
-    }
+    void later(std::shared_ptr<Attempt> list) noexcept { next_.append(std::move(list)); }
+    std::shared_ptr<Attempt> take_later() noexcept { return next_.take(); }
 
 private:
     const SchedulerCore::State* state_;
-    std::shared_ptr<Attempt> next_;
-    Attempt* next_tail_ = nullptr;
+    StartList next_;
     static inline thread_local StartRun* current_ = nullptr;
     static inline thread_local std::vector<AttemptEnd> ends_;
 };
@@ -81,11 +66,11 @@ private:
 void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
     if (!core || !first) return;  // the scheduler is being destroyed: nothing may start
     State& s = *core->s_;
-    if (StartRun* run = StartRun::current()) {
-        // Inside a run of this scheduler (an end it serves, an executor
-        // calling it): these start in the next run.
-        if (run == StartRun::of(s)) return run->later(std::move(first));
-    }
+    // Inside a run of this scheduler (an end it serves, an executor
+    // calling it): these start in the next run.
+    if (StartRun* run = StartRun::of(s)) return run->later(std::move(first));
+    // Inside another scheduler's run or start: posted, so that tasks that
+    // submit each other cannot grow the stack.
     if (StartRun::current() || starting_depth > 0) return post_starts(core, std::move(first));
     std::shared_ptr<Attempt> next;
     {

@@ -226,8 +226,7 @@ struct SchedulerCore::State {
     std::vector<AttemptEnd> ends;  // the inbox drained into this buffer
     // Attempts dispatched in this step, in order: started once the step has
     // let go of the engine (a start may run the executor inline).
-    std::shared_ptr<Attempt> starts;
-    Attempt* starts_tail = nullptr;
+    StartList starts;
     std::unique_ptr<Clock::Timer> timer;
     std::optional<core::Time> armed;
     std::unique_ptr<Clock::Timer> recurring_timer;  // at the earliest next occurrence

@@ -87,8 +87,7 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
         if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
         const store::Sequence step_seq = durable ? enqueue_step() : 0;
-        std::shared_ptr<Attempt> starting = std::move(starts);
-        starts_tail = nullptr;
+        std::shared_ptr<Attempt> starting = starts.take();
         if (deferred.empty()) {
             lock.unlock();  // nothing to deliver, nothing to keep in order
         } else {
@@ -327,12 +326,7 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     link_running(*attempt);
     // Started when the step ends, after the engine's mutex: the executor
     // must never run under it.
-    Attempt* added = attempt.get();
-    if (starts_tail)
-        starts_tail->next_start = std::move(attempt);
-    else
-        starts = std::move(attempt);
-    starts_tail = added;
+    starts.push_back(std::move(attempt));
 }
 
 void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_clock::time_point) {
