@@ -313,12 +313,12 @@ struct SchedulerCore::State {
     void post_end(AttemptEnd&& end);
     /// The same for several ends at once; leaves `batch` empty.
     void post_ends(std::vector<AttemptEnd>& batch);
-    /// What post_end and post_ends share: `put` moves the end(s) into the
-    /// vector it is given (scheduler_step.cpp).
-    template <class Put>
-    void offer_ends(Put&& put);
     /// The same for a remote worker's report.
     void post_remote(RemoteEnd end);
+    /// What the three above share: `put(ends, remote_ends)` moves the
+    /// report(s) into the vectors it is given (scheduler_step.cpp).
+    template <class Put>
+    void offer(Put&& put);
     /// Mutex held: moves what the inbox holds to `ends` and `remote_ends`.
     void take_inbox();
     /// Mutex held: applies one remote report to the engine.

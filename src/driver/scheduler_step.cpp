@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <vector>
 
 namespace cronoq::detail {
 
@@ -26,6 +27,18 @@ void contained(const char* step, const Attempt& a, F&& f) noexcept {
         logger()->warn("task {} lease {}: {} threw: {}", task_id(*a.task).value, a.lease.value, step, e.what());
     } catch (...) {
         logger()->warn("task {} lease {}: {} threw a non-standard exception", task_id(*a.task).value, a.lease.value, step);
+    }
+}
+
+// Moves what `from` holds to the end of `to` and empties `from`; into an
+// empty `to` by a swap, so that both buffers keep their capacity.
+template <class T>
+void move_all(std::vector<T>& to, std::vector<T>& from) {
+    if (to.empty()) {
+        to.swap(from);
+    } else {
+        std::move(from.begin(), from.end(), std::back_inserter(to));
+        from.clear();
     }
 }
 
@@ -117,21 +130,24 @@ void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
 }
 
 template <class Put>
-void SchedulerCore::State::offer_ends(Put&& put) {
+void SchedulerCore::State::offer(Put&& put) {
     {
-        // Nobody holds the engine: serve these ends at once, without the
-        // inbox. Never wait for it: the holder may be waiting for this
-        // thread (a reader whose clock the application holds, say).
+        // Nobody holds the engine: serve these reports at once, without the
+        // inbox, after what the inbox holds (a worker's reports keep their
+        // order: a heartbeat, then the lease's end). Never wait for the
+        // engine: its holder may be waiting for this thread (a reader whose
+        // clock the application holds, say).
         std::unique_lock lock(mu, std::try_to_lock);
         if (lock) {
-            put(ends);
+            take_inbox();
+            put(ends, remote_ends);
             serve_ends(clock->now());
             return end_step(lock);
         }
     }
     {
         std::lock_guard lock(inbox_mu);
-        put(inbox);
+        put(inbox, remote_inbox);
         inbox_filled.store(true, std::memory_order_relaxed);
     }
     // Pairs with the fence in end_step: either this try_lock sees the
@@ -142,59 +158,22 @@ void SchedulerCore::State::offer_ends(Put&& put) {
 }
 
 void SchedulerCore::State::post_end(AttemptEnd&& end) {
-    offer_ends([&](std::vector<AttemptEnd>& to) { to.push_back(std::move(end)); });
+    offer([&](std::vector<AttemptEnd>& to, std::vector<RemoteEnd>&) { to.push_back(std::move(end)); });
 }
 
 void SchedulerCore::State::post_ends(std::vector<AttemptEnd>& batch) {
-    offer_ends([&](std::vector<AttemptEnd>& to) {
-        if (to.empty()) {
-            to.swap(batch);  // both buffers keep their capacity
-        } else {
-            std::move(batch.begin(), batch.end(), std::back_inserter(to));
-            batch.clear();
-        }
-    });
+    offer([&](std::vector<AttemptEnd>& to, std::vector<RemoteEnd>&) { move_all(to, batch); });
 }
 
 void SchedulerCore::State::post_remote(RemoteEnd end) {
-    // As post_end: served at once if nobody holds the engine, else left in
-    // the inbox for the holder (the same fence pairs with end_step's). A
-    // worker's reports keep their order (a heartbeat, then the lease's
-    // end): what the inbox holds goes first.
-    {
-        std::unique_lock lock(mu, std::try_to_lock);
-        if (lock) {
-            take_inbox();
-            remote_ends.push_back(std::move(end));
-            serve_ends(clock->now());
-            return end_step(lock);
-        }
-    }
-    {
-        std::lock_guard lock(inbox_mu);
-        remote_inbox.push_back(std::move(end));
-        inbox_filled.store(true, std::memory_order_relaxed);
-    }
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    std::unique_lock lock(mu, std::try_to_lock);
-    if (lock) end_step(lock);
+    offer([&](std::vector<AttemptEnd>&, std::vector<RemoteEnd>& to) { to.push_back(std::move(end)); });
 }
 
 void SchedulerCore::State::take_inbox() {
     if (inbox_filled.load(std::memory_order_acquire)) {
         std::lock_guard lock(inbox_mu);
-        if (ends.empty()) {
-            ends.swap(inbox);  // both buffers keep their capacity
-        } else {
-            std::move(inbox.begin(), inbox.end(), std::back_inserter(ends));
-            inbox.clear();
-        }
-        if (remote_ends.empty()) {
-            remote_ends.swap(remote_inbox);
-        } else {
-            std::move(remote_inbox.begin(), remote_inbox.end(), std::back_inserter(remote_ends));
-            remote_inbox.clear();
-        }
+        move_all(ends, inbox);
+        move_all(remote_ends, remote_inbox);
         inbox_filled.store(false, std::memory_order_relaxed);
     }
 }
