@@ -116,6 +116,14 @@ struct Attempt final : AttemptState, RunningLink {
     std::shared_ptr<Attempt> next_start;
 };
 
+/// The first attempt of `list` (linked through `next_start`), unlinked;
+/// `list` becomes the rest.
+inline std::shared_ptr<Attempt> pop_start(std::shared_ptr<Attempt>& list) noexcept {
+    std::shared_ptr<Attempt> a = std::move(list);
+    list = std::move(a->next_start);
+    return a;
+}
+
 /// Attempts waiting to start, in order, linked through `next_start`.
 class StartList {
 public:
@@ -130,11 +138,7 @@ public:
     }
     /// Adds every attempt of `list` (linked the same way) at the end.
     void append(std::shared_ptr<Attempt> list) noexcept {
-        while (list) {
-            std::shared_ptr<Attempt> a = std::move(list);
-            list = std::move(a->next_start);
-            push_back(std::move(a));
-        }
+        while (list) push_back(pop_start(list));
     }
     /// The list's first attempt (the rest linked behind it); empties it.
     std::shared_ptr<Attempt> take() noexcept {

@@ -17,15 +17,11 @@ namespace cronoq::detail {
 // ---- starts --------------------------------------------------------------------------------
 
 namespace {
-// Starts under way on this thread: a start that runs the executor inline
-// may reach another scheduler's starts, which are then posted, so that a
-// chain of tasks that submit each other cannot grow the stack. An
-// attempt's completion that finds it above zero runs inside a start, where
-// a call of the application's may be below.
-thread_local int starting_depth = 0;
 // The attempt whose coroutine the innermost start on this thread is
-// spawning: its completion, if it finds itself here, ended inside that
-// spawn (the coroutine never suspended).
+// spawning; null outside every start. An attempt's completion that finds
+// itself here ended inside that spawn (the coroutine never suspended); one
+// that finds any attempt here runs inside a start, where a call of the
+// application's may be below.
 thread_local const Attempt* spawning = nullptr;
 
 // One start_all's run on this thread. The attempts that end inside their
@@ -69,15 +65,14 @@ void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::s
     // Inside a run of this scheduler (an end it serves, an executor
     // calling it): these start in the next run.
     if (StartRun* run = StartRun::of(s)) return run->later(std::move(first));
-    // Inside another scheduler's run or start: posted, so that tasks that
-    // submit each other cannot grow the stack.
-    if (StartRun::current() || starting_depth > 0) return post_starts(core, std::move(first));
+    // Inside another scheduler's run (every start is made in one): posted,
+    // so that tasks that submit each other cannot grow the stack.
+    if (StartRun::current()) return post_starts(core, std::move(first));
     std::shared_ptr<Attempt> next;
     {
         StartRun run(s);
         while (first) {
-            std::shared_ptr<Attempt> a = std::move(first);
-            first = std::move(a->next_start);
+            std::shared_ptr<Attempt> a = pop_start(first);
             const auto& lane = a->pool->lane(a->lease);
             // On a thread that runs the lane, the attempt starts at once
             // instead of going round the io_context's queue (one pass of
@@ -110,11 +105,7 @@ void SchedulerCore::State::post_starts(const std::shared_ptr<SchedulerCore>& cor
         asio::post(lane, [core, list]() mutable { start_all(std::move(core), std::move(list)); });
     } catch (...) {  // the handler could not be allocated: none of them starts
         const auto error = std::current_exception();
-        while (list) {
-            std::shared_ptr<Attempt> a = std::move(list);
-            list = std::move(a->next_start);
-            end_attempt(core, std::move(a), error, {});
-        }
+        while (list) end_attempt(core, pop_start(list), error, {});
     }
 }
 
@@ -125,14 +116,11 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         auto aborted = std::make_exception_ptr(TaskError::cancelled());
         return end_attempt(std::move(core), std::move(attempt), aborted, {});
     }
-    struct Depth {
-        explicit Depth(const Attempt* a) : outer(std::exchange(spawning, a)) { ++starting_depth; }
-        ~Depth() {
-            --starting_depth;
-            spawning = outer;
-        }
+    struct Spawning {
+        explicit Spawning(const Attempt* a) : outer(std::exchange(spawning, a)) {}
+        ~Spawning() { spawning = outer; }
         const Attempt* outer;
-    } depth(attempt.get());
+    } in_start(attempt.get());
     try {
         // The executor's own coroutine is spawned (spawn_attempt): no frame
         // of the driver's sits between it and Asio; its end (or what it
@@ -167,7 +155,7 @@ void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& ou
     // The coroutine ended without suspending, inside its start: a call of
     // the application's (try_submit) may be below, so the waiters this end
     // completes are posted.
-    if (starting_depth > 0)
+    if (spawning)
         return SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
     // Where the coroutine ended after a suspension, in the handler that
     // resumed it: if this end leaves the scheduler idle, the waiters it

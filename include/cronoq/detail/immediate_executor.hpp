@@ -21,7 +21,7 @@ namespace cronoq::detail {
 /// round the io_context less per task, and a task awaited right after it
 /// was submitted found finished. Bound to the attempt's completion only,
 /// so that it is the one handler run this way; the driver knows where that
-/// happens (`starting_depth`, scheduler_attempts.cpp) and resumes no waiter
+/// happens (inside a start, scheduler_attempts.cpp) and resumes no waiter
 /// there. `require(blocking.never)` is granted without being kept: that
 /// is the point.
 class ImmediateExecutor {
