@@ -176,8 +176,14 @@ private:
     static auto spawner(Make make) {
         return [make = std::move(make)](const asio::any_io_executor& lane, asio::cancellation_slot slot, TaskContext ctx,
                                         std::shared_ptr<const void> p, detail::AttemptCompletion done) {
-            detail::spawn_attempt<O>(lane, slot, make(std::move(ctx), std::static_pointer_cast<const P>(std::move(p))),
-                                     std::move(done));
+            // `make` by reference: it is the pool's, which lives as long as
+            // the scheduler, and `done` holds the scheduler until the end.
+            detail::spawn_attempt<O>(
+                lane, slot,
+                [&make, ctx = std::move(ctx), p = std::static_pointer_cast<const P>(std::move(p))]() mutable {
+                    return make(std::move(ctx), std::move(p));
+                },
+                std::move(done));
         };
     }
 

@@ -384,9 +384,9 @@ std::optional<TaskId> Engine::find_key(std::string_view key) const {
 std::optional<std::uint64_t> Engine::user(TaskId task) const { return s_->user_of(task); }
 
 void Engine::release_user(TaskId task) {
-    const auto status = s_->status_of(task);
-    if (!status || !is_terminal(*status)) return;
-    if (std::uint64_t* user = s_->user_slot(task)) *user = 0;
+    // Terminal tasks are the retained ones: one look-up answers both.
+    const std::uint32_t* v = s_->by_task.find(task.value);
+    if (v && (*v & retained_bit)) s_->retained_of(*v).user = 0;
 }
 
 std::optional<TaskStatus> Engine::status(TaskId task) const {

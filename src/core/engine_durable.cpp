@@ -23,7 +23,7 @@ bool may_resubmit(TaskStatus s) {
 RetainedTask* Engine::State::retained_entry(TaskId id) {
     const std::uint32_t* v = by_task.find(id.value);
     if (!v || !(*v & retained_bit)) return nullptr;
-    return &retained[((*v & ~retained_bit) - retained_head) & ~retained_bit];
+    return &retained_of(*v);
 }
 
 // Errors that keep a task from coming back. A resource the engine cannot

@@ -1,7 +1,8 @@
 #pragma once
-// The engine's internal state and its transitions. Private to the engine:
-// included by its sources (src/core/engine*.cpp) only; engine.cpp holds the
-// public API over it and the housekeeping every call ends with, the others
+// The engine's internal state and the small helpers over it. Private to the
+// engine: included by its sources (src/core/engine*.cpp) only; engine.cpp
+// holds the public API over it and the housekeeping every call ends with,
+// engine_transitions.cpp a task's transitions and the timers, the others
 // one concern each (admission, bounds, resources, waiting states,
 // autoscaling).
 #include <cronoq/config_error.hpp>
@@ -83,28 +84,30 @@ struct Engine::State {
         return *v;
     }
 
+    /// The retained task that `by_task` value `v` (with retained_bit) names.
+    RetainedTask& retained_of(std::uint32_t v) {
+        return retained[((v & ~retained_bit) - retained_head) & ~retained_bit];
+    }
+    const RetainedTask& retained_of(std::uint32_t v) const {
+        return retained[((v & ~retained_bit) - retained_head) & ~retained_bit];
+    }
+
     std::uint64_t* user_slot(TaskId id) {
         const std::uint32_t* v = by_task.find(id.value);
         if (!v) return nullptr;
-        if (!(*v & retained_bit)) return &slots[*v].user;
-        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
-        return &retained[offset].user;
+        return *v & retained_bit ? &retained_of(*v).user : &slots[*v].user;
     }
 
     std::optional<std::uint64_t> user_of(TaskId id) const {
         const std::uint32_t* v = by_task.find(id.value);
         if (!v) return std::nullopt;
-        if (!(*v & retained_bit)) return slots[*v].user;
-        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
-        return retained[offset].user;
+        return *v & retained_bit ? retained_of(*v).user : slots[*v].user;
     }
 
     std::optional<TaskStatus> status_of(TaskId id) const {
         const std::uint32_t* v = by_task.find(id.value);
         if (!v) return std::nullopt;
-        if (!(*v & retained_bit)) return slots[*v].status;
-        const std::uint32_t offset = ((*v & ~retained_bit) - retained_head) & ~retained_bit;
-        return retained[offset].status;
+        return *v & retained_bit ? retained_of(*v).status : slots[*v].status;
     }
 
     /// "task 12" or "task 12 (\"key\")", for messages.
@@ -116,7 +119,7 @@ struct Engine::State {
         if (!(*v & retained_bit)) {
             key = key_of(slots[*v]);
         } else {
-            key = retained[((*v & ~retained_bit) - retained_head) & ~retained_bit].key;
+            key = retained_of(*v).key;
         }
         if (key) {
             out.append(" (\"");
@@ -151,8 +154,23 @@ struct Engine::State {
     }
 
     // ---- actions ----------------------------------------------------------
-    void emit_status(const TaskSlot& t, Time now, std::optional<Time> until = std::nullopt) {
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::string{}, until, t.user});
+    // Actions are made in place: one is a large variant, and a temporary
+    // moved into it would cost a second construction.
+    template <class A>
+    A& emit() {
+        return *std::get_if<A>(&actions.emplace_back(std::in_place_type<A>));
+    }
+    /// `t`'s current status; the caller may add a message.
+    Status& emit_status(const TaskSlot& t, Time now, std::optional<Time> until = std::nullopt) {
+        Status& s = emit<Status>();
+        s.task = t.id;
+        s.pool = t.pool;
+        s.status = t.status;
+        s.attempt = t.attempt;
+        s.at = now;
+        s.until = until;
+        s.user = t.user;
+        return s;
     }
 
     // ---- timing helpers ---------------------------------------------------
@@ -205,252 +223,43 @@ struct Engine::State {
         return {score, t.ready_since, t.id.value};
     }
 
-    // ---- transitions ------------------------------------------------------
+    // ---- transitions (engine_transitions.cpp) ------------------------------
     // Takes a task out of the count of its waiting status; every transition
     // starts with it, so counts move in one place. (Running is counted by
     // its lease: end_lease.)
-    void leave(TaskSlot& t) {
-        PoolCounters& c = pools[t.pool].counters;
-        switch (t.status) {
-            case TaskStatus::Ready:
-                --c.ready;
-                if (--c.ready_by_class[index_of(t.priority)] == 0) pools[t.pool].queue.drop_credit(t.priority);
-                if (pools[t.pool].may_shed) unlink_ready(static_cast<std::uint32_t>(&t - slots.data()));
-                break;
-            case TaskStatus::Retrying: --c.retrying; break;
-            case TaskStatus::Scheduled: {
-                --c.scheduled;
-                // Its hold ends: what it kept off a slot may run now.
-                PoolState& p = pools[t.pool];
-                p.held_starts.erase(p.held_starts.find(starts.at(t.id.value).start));
-                p.dirty = true;
-                break;
-            }
-            case TaskStatus::Blocked:
-                --c.blocked;
-                drop_blocked(t.id);
-                break;
-            default: break;
-        }
-    }
+    void leave(TaskSlot& t);
 
     // Ready in the pool's queue, or with `due_start` in its queue of due
     // fixed starts, which dispatch first.
-    void make_ready(std::uint32_t s, Time now, bool due_start = false) {
-        TaskSlot& t = slots[s];
-        PoolState& p = pools[t.pool];
-        leave(t);
-        t.status = TaskStatus::Ready;
-        t.ready_since = now;
-        ++t.gen;
-        ++p.counters.ready;
-        ++p.counters.ready_by_class[index_of(t.priority)];
-        if (auto* a = scaler_of(p, now)) a->record_arrival(now);
-        if (p.may_shed) link_ready(s);
-        if (due_start) {
-            p.due_starts.push_back({s, t.gen});
-        } else if (t.has_deadline) {
-            TaskExtras& e = extras[t.extras];
-            e.latest_start = add_saturated(e.deadline, -expected_duration(t));
-            p.queue.push_deadline(t.priority, e.latest_start, t.id.value, {s, t.gen});
-        } else {
-            p.queue.push(t.priority, {s, t.gen});
-        }
-        p.dirty = true;
-        emit_status(t, now);
-    }
+    void make_ready(std::uint32_t s, Time now, bool due_start = false);
 
     // `worker`: the remote worker that takes the lease (0 in a local pool).
-    void start_attempt(std::uint32_t s, Time now, WorkerId worker = {}) {
-        TaskSlot& t = slots[s];
-        PoolState& p = pools[t.pool];
-        leave(t);
-        p.metrics.accrue(now, p.counters.running, p.capacity);
-        detail::MetricsSlice& m = p.metrics.at(now);
-        ++m.dispatched;
-        m.adherent += took_best ? 1 : 0;
-        m.wait.record(now - t.ready_since);
-        ++p.counters.running;
-        ++p.counters.dispatched;
-        t.status = TaskStatus::Running;
-        ++t.attempt;
-        ++t.gen;
-        if (t.has_start && t.attempt == 1) count_start(t, now);
-        t.run = attempts.acquire();
-        AttemptState& a = attempts[t.run];
-        a.lease = LeaseId{next_lease_id.fetch_add(1, std::memory_order_relaxed)};
-        a.started = now;
-        const Duration timeout = timeout_of(t);
-        a.deadline = timeout.count() > 0 ? later(now, timeout) : never;
-        a.lease_expiry = p.config.lease_ttl ? later(now, *p.config.lease_ttl) : never;
-        a.worker = worker;
-        if (worker) workers.at(worker.value).leases.push_back(a.lease.value);
-        by_lease.insert(a.lease.value, s);
-        const Time check = std::min(a.deadline, a.lease_expiry);
-        if (check != never) push_timer(check, s, t.gen, TimerKind::Attempt);
-        actions.emplace_back(Dispatch{t.id, a.lease, t.pool, t.attempt, t.user,
-                                      timeout.count() > 0 ? std::optional(timeout) : std::nullopt,
-                                      t.has_deadline ? std::optional(extras[t.extras].deadline) : std::nullopt, worker});
-        emit_status(t, now);
-    }
+    void start_attempt(std::uint32_t s, Time now, WorkerId worker = {});
 
     // Ends the running attempt's lease; the slot it held is free again.
     // Returns what the attempt was, for the caller's report of it.
-    AttemptState end_lease(TaskSlot& t, Time now) {
-        const AttemptState a = attempts[t.run];
-        attempts.release(t.run);
-        t.run = no_slot;
-        if (t.holds_resources) release_resources(t, now);
-        if (a.worker) worker_lease_ended(a.worker, a.lease, now);
-        by_lease.erase(a.lease.value);
-        PoolState& p = pools[t.pool];
-        if (auto* scaler = scaler_of(p, now)) scaler->record_service(now - a.started);
-        p.metrics.accrue(now, p.counters.running, p.capacity);
-        p.metrics.at(now).run.record(now - a.started);
-        --p.counters.running;
-        p.dirty = true;
-        return a;
-    }
+    AttemptState end_lease(TaskSlot& t, Time now);
 
-    void finish(std::uint32_t s, TaskStatus status, std::string message, Time now) {
-        TaskSlot& t = slots[s];
-        PoolCounters& c = pools[t.pool].counters;
-        leave(t);
-        if (t.has_start) drop_start(t);
-        if (t.has_needs) {
-            needs.erase(t.id.value);
-            t.has_needs = false;
-        }
-        if (t.has_remote) {
-            remote_tasks.erase(t.id.value);
-            t.has_remote = false;
-        }
-        if (!graph.dependents.empty() && graph.dependents.count(t.id.value)) graph.resolved.emplace_back(t.id, status);
-        t.status = status;
-        ++t.gen;
-        detail::MetricsSlice& m = pools[t.pool].metrics.at(now);
-        switch (status) {
-            case TaskStatus::Succeeded: ++c.succeeded; ++m.succeeded; break;
-            case TaskStatus::Failed: ++c.failed; ++m.failed; break;
-            case TaskStatus::DeadLettered: ++c.dead_lettered; ++m.dead_lettered; break;
-            case TaskStatus::Shed: ++m.shed; break;
-            case TaskStatus::Cancelled: ++c.cancelled; break;
-            case TaskStatus::Skipped: ++c.skipped; break;
-            case TaskStatus::Missed: ++c.missed; break;
-            default: break;
-        }
-        --live;
-        kinds.task_ended(t.kind);
-        actions.emplace_back(Status{t.id, t.pool, status, t.attempt, now, std::move(message), std::nullopt, t.user});
-        // Retain the task in compact form and free its slot.
-        const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-        retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
-        by_task.assign(t.id.value, retained_bit | seq);
-        t.id = TaskId{};
-        if (t.extras != no_slot) {
-            extras.release(t.extras);
-            t.extras = no_slot;
-        }
-        free_slots.push_back(s);
-    }
+    // Terminal: the task is retained in compact form and its slot freed.
+    void finish(std::uint32_t s, TaskStatus status, std::string message, Time now);
 
-    void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
-        TaskSlot& t = slots[s];
-        if (shutting_down && !handing_over) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
-        if (t.has_remote) remote_tasks.at(t.id.value).nacked_by.clear();  // a new attempt may go anywhere
-        const RetryPolicy& retry = retry_of(t);
-        if (t.attempt >= retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
-        PoolState& p = pools[t.pool];
-        ++p.counters.retried;
-        ++p.metrics.at(now).retried;
-        ++p.counters.retrying;
-        t.status = TaskStatus::Retrying;
-        ++t.gen;
-        const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng);
-        const Time at = delay.count() > 0 ? later(now, delay) : now;
-        actions.emplace_back(Status{t.id, t.pool, t.status, t.attempt, now, std::move(message), at, t.user});
-        // Handing over, it stays Retrying for the next leader even without a delay.
-        if (delay.count() <= 0 && !handing_over) return make_ready(s, now);
-        if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);
-    }
+    // A failed attempt that may be retried: Retrying until its backoff
+    // ends, else dead-lettered (or Cancelled in a shutdown).
+    void fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now);
 
-    void abandon_attempt(std::uint32_t s, AbortReason reason, Time now) {
-        TaskSlot& t = slots[s];
-        const AttemptState ended = end_lease(t, now);
-        actions.emplace_back(Abort{t.id, ended.lease, t.pool, reason, t.user});
-        PoolCounters& c = pools[t.pool].counters;
-        switch (reason) {
-            case AbortReason::Timeout:
-                ++c.timed_out;
-                return fail_retryable(s, "timeout", std::nullopt, now);
-            case AbortReason::LeaseExpired:
-                ++c.lease_expired;
-                return fail_retryable(s, "lease expired", std::nullopt, now);
-            case AbortReason::Cancelled: return finish(s, TaskStatus::Cancelled, "cancelled", now);
-            case AbortReason::Shutdown: return finish(s, TaskStatus::Cancelled, "shutdown", now);
-            case AbortReason::WorkerLost: return fail_retryable(s, "worker disconnected", std::nullopt, now);
-        }
-    }
+    // The engine gives up a running attempt (timeout, lease expiry,
+    // cancellation, shutdown, lost worker): Abort, then what follows.
+    void abandon_attempt(std::uint32_t s, AbortReason reason, Time now);
 
-    // ---- timers -----------------------------------------------------------
-    void fire(const Timer& tm, Time now) {
-        if (tm.kind == TimerKind::ShutdownGrace) return abort_all_running(now);
-        if (tm.kind == TimerKind::Horizon) {
-            if (auto* a = scaler_of(pools[tm.slot], now)) a->wake(now);
-            return;
-        }
-        if (tm.kind == TimerKind::Autoscale) {
-            pools[tm.slot].autoscale_armed = never;  // settle() evaluates and re-arms
-            return;
-        }
-        if (tm.kind == TimerKind::Refill) {
-            refill_at[tm.slot] = never;
-            return unpark(tm.slot, now);
-        }
-        TaskSlot& t = slots[tm.slot];
-        switch (tm.kind) {
-            case TimerKind::RetryDone: return make_ready(tm.slot, now);
-            case TimerKind::Start: return start_due(tm.slot, now);
-            case TimerKind::MissCheck: return miss_start(tm.slot, now);
-            case TimerKind::AwaitExpiry: return expire_await(tm.slot, now);
-            default: break;
-        }
-        const AttemptState& a = attempts[t.run];
-        if (now >= a.deadline) return abandon_attempt(tm.slot, AbortReason::Timeout, now);
-        if (now >= a.lease_expiry) {
-            if (a.worker) worker_silent(a.worker);  // before its slot frees: no lease goes back to it
-            return abandon_attempt(tm.slot, AbortReason::LeaseExpired, now);
-        }
-        // A heartbeat moved the expiry since this check was armed.
-        const Time next = std::min(a.deadline, a.lease_expiry);
-        if (next != never) push_timer(next, tm.slot, tm.gen, TimerKind::Attempt);
-    }
+    // ---- timers (engine_transitions.cpp) -----------------------------------
+    void fire(const Timer& tm, Time now);
 
-    void run_due_timers(Time now) {
-        while (!timers.empty() && timers.front().at <= now) {
-            const Timer tm = timers.front();
-            std::pop_heap(timers.begin(), timers.end());
-            timers.pop_back();
-            if (timer_live(tm)) fire(tm, now);
-        }
-    }
+    void run_due_timers(Time now);
 
     // At the end of a shutdown grace. Handing over, the tasks stay Running
     // (as the store has them) with no attempt: the next leader recovers
     // them as after a crash.
-    void abort_all_running(Time now) {
-        for (std::uint32_t s = 0; s < slots.size(); ++s) {
-            TaskSlot& t = slots[s];
-            if (!t.id || t.status != TaskStatus::Running || t.run == no_slot) continue;
-            if (!handing_over) {
-                abandon_attempt(s, AbortReason::Shutdown, now);
-                continue;
-            }
-            const AttemptState ended = end_lease(t, now);
-            ++t.gen;  // its attempt's timer is stale
-            actions.emplace_back(Abort{t.id, ended.lease, t.pool, AbortReason::Shutdown, t.user});
-        }
-    }
+    void abort_all_running(Time now);
 
     // ---- reports for a lease ---------------------------------------------------
     // The slot of the attempt holding `lease`, for a report made at `now`.

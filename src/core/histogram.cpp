@@ -8,21 +8,11 @@ namespace cronoq::core::detail {
 
 namespace {
 
-constexpr std::size_t exact_below = 2 * Histogram::chunk_size;  // 256: one bucket per nanosecond
-
 // Chunk c >= 1 holds the values [2^(c+6), 2^(c+7)) in buckets 2^(c-1) wide;
 // chunk 0 holds [0, 128) one nanosecond apiece (as does chunk 1).
 constexpr int bucket_shift(std::size_t chunk) { return chunk == 0 ? 0 : static_cast<int>(chunk) - 1; }
 
 }  // namespace
-
-std::size_t Histogram::bucket_of(Duration value) {
-    const auto v = static_cast<std::uint64_t>(std::clamp(value, Duration{}, max_trackable).count());
-    if (v < exact_below) return static_cast<std::size_t>(v);
-    // v in [2^(shift+7), 2^(shift+8)): its top 8 bits pick the bucket.
-    const int shift = static_cast<int>(std::bit_width(v)) - (sub_bucket_bits + 1);
-    return static_cast<std::size_t>(shift) * chunk_size + static_cast<std::size_t>(v >> shift);
-}
 
 Duration Histogram::bucket_lower(std::size_t bucket) {
     const int shift = bucket_shift(bucket / chunk_size);
@@ -35,26 +25,12 @@ Duration Histogram::bucket_upper(std::size_t bucket) {
     return bucket_lower(bucket) + Duration((Duration::rep{1} << shift) - 1);
 }
 
-std::uint64_t* Histogram::chunk(std::size_t c) {
-    if (offset_[c] == unallocated) {
-        offset_[c] = static_cast<std::uint8_t>(counts_.size() / chunk_size);
-        // Grow by exactly one chunk: the bound on memory is then the
-        // chunks used, not twice that after a vector doubling.
-        counts_.reserve(counts_.size() + chunk_size);
-        counts_.resize(counts_.size() + chunk_size, 0);
-    }
-    return counts_.data() + static_cast<std::size_t>(offset_[c]) * chunk_size;
-}
-
-void Histogram::record(Duration value, std::uint64_t times) {
-    if (times == 0) return;
-    value = std::max(value, Duration{});
-    const std::size_t bucket = bucket_of(value);
-    chunk(bucket / chunk_size)[bucket % chunk_size] += times;
-    min_ = count_ ? std::min(min_, value) : value;
-    max_ = count_ ? std::max(max_, value) : value;
-    count_ += times;
-    sum_seconds_ += to_seconds(value) * static_cast<double>(times);
+void Histogram::add_chunk(std::size_t c) {
+    offset_[c] = static_cast<std::uint8_t>(counts_.size() / chunk_size);
+    // Grow by exactly one chunk: the bound on memory is then the chunks
+    // used, not twice that after a vector doubling.
+    counts_.reserve(counts_.size() + chunk_size);
+    counts_.resize(counts_.size() + chunk_size, 0);
 }
 
 Duration Histogram::mean() const {

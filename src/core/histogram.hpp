@@ -3,7 +3,9 @@
 // percentiles): log-linear buckets in the manner of HdrHistogram.
 #include <cronoq/core/time.hpp>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -30,8 +32,18 @@ public:
     /// The largest value told apart from larger ones: 2^47 - 1 ns.
     static constexpr Duration max_trackable{(std::int64_t{1} << 47) - 1};
 
-    /// Negative durations count as 0.
-    void record(Duration value, std::uint64_t times = 1);
+    /// Negative durations count as 0. Inline: every dispatch and every end
+    /// records one.
+    void record(Duration value, std::uint64_t times = 1) {
+        if (times == 0) return;
+        value = std::max(value, Duration{});
+        const std::size_t bucket = bucket_of(value);
+        chunk(bucket / chunk_size)[bucket % chunk_size] += times;
+        min_ = count_ ? std::min(min_, value) : value;
+        max_ = count_ ? std::max(max_, value) : value;
+        count_ += times;
+        sum_seconds_ += to_seconds(value) * static_cast<double>(times);
+    }
 
     std::uint64_t count() const { return count_; }
     /// Sum of the recorded values in seconds (a double: exact enough for a
@@ -60,14 +72,24 @@ public:
 
     /// The bucket index of a value and the range [lower, upper] it covers;
     /// exposed so that tests can check the error bound.
-    static std::size_t bucket_of(Duration value);
+    static std::size_t bucket_of(Duration value) {
+        const auto v = static_cast<std::uint64_t>(std::clamp(value, Duration{}, max_trackable).count());
+        if (v < 2 * chunk_size) return static_cast<std::size_t>(v);  // one bucket per nanosecond
+        // v in [2^(shift+7), 2^(shift+8)): its top 8 bits pick the bucket.
+        const int shift = static_cast<int>(std::bit_width(v)) - (sub_bucket_bits + 1);
+        return static_cast<std::size_t>(shift) * chunk_size + static_cast<std::size_t>(v >> shift);
+    }
     static Duration bucket_lower(std::size_t bucket);
     static Duration bucket_upper(std::size_t bucket);
 
 private:
     static constexpr std::uint8_t unallocated = 0xFF;
 
-    std::uint64_t* chunk(std::size_t c);
+    std::uint64_t* chunk(std::size_t c) {
+        if (offset_[c] == unallocated) add_chunk(c);
+        return counts_.data() + static_cast<std::size_t>(offset_[c]) * chunk_size;
+    }
+    void add_chunk(std::size_t c);
 
     // Where each chunk's counters start in `counts_` (in chunks), or
     // `unallocated`. Chunks are appended as first used, so `counts_` is

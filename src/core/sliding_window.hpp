@@ -38,9 +38,20 @@ public:
 
     /// The value of the slice `now` falls in, for writing.
     T& at(Time now) {
+        // Still in the period of the last write (every dispatch and end
+        // writes several times): no division.
+        const std::int64_t t = now.time_since_epoch().count();
+        if (t >= latest_begin_ && t < latest_end_) return slices_[latest_index_].value;
         const std::int64_t p = std::max(period_of(now), latest_);
         latest_ = p;
-        Slice& s = slices_[index_of(p)];
+        latest_index_ = index_of(p);
+        // The period's bounds, saturated at the ends of the axis.
+        const std::int64_t len = slice_length_.count();
+        constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+        constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+        latest_begin_ = p < lowest / len ? lowest : p * len;
+        latest_end_ = latest_begin_ > highest - len ? highest : latest_begin_ + len;
+        Slice& s = slices_[latest_index_];
         if (s.period != p) {
             reset(s.value);
             s.period = p;
@@ -93,6 +104,10 @@ private:
     std::vector<Slice> slices_;
     Duration slice_length_;
     std::int64_t latest_ = never_written;
+    // The latest period's times [begin, end) and slice; empty until a write.
+    std::int64_t latest_begin_ = 0;
+    std::int64_t latest_end_ = 0;
+    std::size_t latest_index_ = 0;
 };
 
 /// A sum over the window: "dispatched in the last 60 s" with

@@ -19,6 +19,7 @@
 #include <cronoq/clock.hpp>
 #include <cronoq/core/engine.hpp>
 #include <cronoq/detail/erased.hpp>
+#include <cronoq/detail/light_mutex.hpp>
 #include <cronoq/detail/remote_host.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/detail/unique_function.hpp>
@@ -92,7 +93,7 @@ public:
     std::uint64_t acquisitions() const { return acquisitions_; }  // with the lock held
 
 private:
-    std::mutex mu_;
+    LightMutex mu_;
     std::uint64_t acquisitions_ = 0;
 };
 
@@ -123,8 +124,8 @@ struct RemoteWorkerLink {
 /// Work a step leaves for after the engine's mutex.
 struct Finish {  // a handle's terminal outcome
     std::shared_ptr<TaskRecord> record;
-    TaskStatus status;
-    std::uint32_t attempt;
+    TaskStatus status = TaskStatus::Ready;
+    std::uint32_t attempt = 0;
     std::string message;
     std::shared_ptr<const void> output;
 };
@@ -191,7 +192,7 @@ struct Durable {
     // commit is: the sequence to wait for, then the work.
     std::multimap<store::Sequence, Deferred> held;
     std::optional<std::string> lost;  // why the lead ended, once it has
-    std::condition_variable commit_seen;  // notified when `committed` or `lost` changes
+    std::condition_variable_any commit_seen;  // notified when `committed` or `lost` changes
 
     std::shared_ptr<WaitList> leading = WaitList::create();    // set once open() may return
     std::shared_ptr<WaitList> lost_waits = WaitList::create();  // set once the lead ended
@@ -245,7 +246,7 @@ struct SchedulerCore::State {
     bool drained_sent = false;      // its waiters were told
 
     // ---- the inbox of attempt ends ---------------------------------------------
-    std::mutex inbox_mu;
+    LightMutex inbox_mu;
     std::vector<AttemptEnd> inbox;
     std::vector<RemoteEnd> remote_inbox;
     std::atomic<bool> inbox_filled{false};  // either has something
@@ -260,7 +261,7 @@ struct SchedulerCore::State {
     std::atomic<std::size_t> payload_limit{std::numeric_limits<std::size_t>::max()};
 
     // ---- guarded by `deliver_mu`: what steps leave for after `mu` -----------------
-    std::mutex deliver_mu;
+    LightMutex deliver_mu;
     std::vector<Deferred> delivering;  // a step's deferred work; its buffer is reused
     std::vector<std::weak_ptr<EventQueue>> subscribers;
     std::atomic<std::size_t> subscriber_count{0};  // read under `mu` to skip building events

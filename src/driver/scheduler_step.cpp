@@ -348,21 +348,24 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
         log([task = s.task, status = s.status, attempt = s.attempt, message = s.message] {
             logger()->info("task {} {} after {} attempt(s): {}", task.value, to_string(status), attempt, message);
         });
-    auto output = s.status == TaskStatus::Succeeded ? std::move(record->output) : nullptr;
+    // Made in place: a Deferred is a large variant.
+    Finish& f = *std::get_if<Finish>(&deferred.emplace_back(std::in_place_type<Finish>));
+    f.status = s.status;
+    f.attempt = s.attempt;
+    f.message = std::move(s.message);
+    if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output);
     record->output.reset();
     record->encoded_output.clear();
     // A keyed task's record stays while the engine retains the task, so
     // that a resubmitted key gets a handle to its outcome (until Forget).
-    std::shared_ptr<TaskRecord> ref;
     if (record->key) {
-        ref = record->engine_ref;
+        f.record = record->engine_ref;
     } else {
         engine.release_user(s.task);
         // The attempt that just ended may still be returning: it holds the
         // record through its context, not through this reference.
-        ref = release(*record);
+        f.record = release(*record);
     }
-    deferred.emplace_back(Finish{std::move(ref), s.status, s.attempt, std::move(s.message), std::move(output)});
 }
 
 void SchedulerCore::State::on(core::Forget& f, core::Time, std::chrono::system_clock::time_point) {

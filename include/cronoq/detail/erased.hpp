@@ -132,26 +132,31 @@ asio::awaitable<AttemptOutput> erased_attempt(asio::awaitable<Result<O>> attempt
     co_return erase_result<O>(co_await std::move(attempt));
 }
 
-/// Spawns an attempt's coroutine on `lane`, cancelled through `slot`; its
-/// end goes to `done`, at once where the coroutine ends (ImmediateExecutor:
-/// inside this call if it never suspends). The user's coroutine is spawned
-/// itself, with no frame of the driver's around it, whenever `Result<O>`
-/// has a default value (co_spawn passes one beside an exception). Throws
-/// what co_spawn throws (std::bad_alloc) and what `done` throws.
-template <class O>
-void spawn_attempt(const asio::any_io_executor& lane, asio::cancellation_slot slot, asio::awaitable<Result<O>> attempt,
-                   AttemptCompletion done) {
+/// Spawns an attempt's coroutine, made by `make()`, on `lane`, cancelled
+/// through `slot`; its end goes to `done`, at once where the coroutine ends
+/// (ImmediateExecutor: inside this call if it never suspends). The user's
+/// coroutine is spawned itself, with no frame of the driver's around it,
+/// whenever `Result<O>` has a default value (co_spawn passes one beside an
+/// exception). Throws what co_spawn throws (std::bad_alloc) and what `done`
+/// throws; what `make` throws is the attempt's end.
+///
+/// `make` runs inside co_spawn, once co_spawn's own frame is allocated:
+/// Asio's recycling allocator keeps two frames per thread, and with the
+/// coroutine's frame made before co_spawn's, three frames were live at
+/// once and the cache missed twice per attempt.
+template <class O, class Make>
+void spawn_attempt(const asio::any_io_executor& lane, asio::cancellation_slot slot, Make make, AttemptCompletion done) {
     const ImmediateExecutor at_once(asio::query(lane, asio::execution::context));
     if constexpr (std::is_default_constructible_v<Result<O>>) {
         auto end = [done = std::move(done)](std::exception_ptr e, Result<O> r) mutable {
             std::move(done)(e, e ? AttemptOutput{} : erase_result<O>(std::move(r)));
         };
-        asio::co_spawn(lane, std::move(attempt), asio::bind_cancellation_slot(slot, asio::bind_executor(at_once, std::move(end))));
+        asio::co_spawn(lane, std::move(make), asio::bind_cancellation_slot(slot, asio::bind_executor(at_once, std::move(end))));
     } else {
         auto end = [done = std::move(done)](std::exception_ptr e, AttemptOutput out) mutable {
             std::move(done)(e, std::move(out));
         };
-        asio::co_spawn(lane, erased_attempt<O>(std::move(attempt)),
+        asio::co_spawn(lane, [make = std::move(make)]() mutable { return erased_attempt<O>(make()); },
                        asio::bind_cancellation_slot(slot, asio::bind_executor(at_once, std::move(end))));
     }
 }

@@ -7,6 +7,7 @@
 // `asio::error::operation_aborted`. Completions are posted to the waiter's
 // executor, never run inline, except where the driver owns the thread and
 // asks for it (see `ResumeInPlace`). Thread-safe.
+#include <cronoq/detail/light_mutex.hpp>
 #include <cronoq/detail/resume_in_place.hpp>
 #include <cronoq/detail/unique_function.hpp>
 
@@ -168,7 +169,7 @@ private:
     }
 
     using Entry = std::pair<std::uint64_t, Waiter>;
-    mutable std::mutex mu_;
+    mutable LightMutex mu_;
     bool set_ = false;
     std::uint64_t next_id_ = 0;
     // Most lists have one waiter at a time (a handle's result, a submitter's

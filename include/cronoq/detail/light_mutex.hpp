@@ -1,0 +1,48 @@
+#pragma once
+// A mutex for the driver's short critical sections.
+#include <atomic>
+#include <cstdint>
+
+namespace cronoq::detail {
+
+/// A mutex whose uncontended lock and unlock are one atomic instruction
+/// each, inline: a round trip through the driver takes its locks several
+/// times, and std::mutex calls into the C library for every lock and
+/// unlock. A contended lock sleeps in `std::atomic::wait` (a futex on
+/// Linux) after the standard library's short spin; the state says whether
+/// anyone may be asleep, so an unlock wakes only then (the classic
+/// three-state futex mutex). Not recursive; meets Lockable.
+class LightMutex {
+public:
+    void lock() noexcept {
+        std::uint32_t seen = unlocked;
+        if (!state_.compare_exchange_strong(seen, locked, std::memory_order_acquire, std::memory_order_relaxed))
+            lock_contended(seen);
+    }
+    bool try_lock() noexcept {
+        std::uint32_t seen = unlocked;
+        return state_.compare_exchange_strong(seen, locked, std::memory_order_acquire, std::memory_order_relaxed);
+    }
+    void unlock() noexcept {
+        if (state_.exchange(unlocked, std::memory_order_release) == contended) state_.notify_one();
+    }
+
+private:
+    static constexpr std::uint32_t unlocked = 0;
+    static constexpr std::uint32_t locked = 1;
+    static constexpr std::uint32_t contended = 2;  // locked, and a thread may be waiting
+
+    void lock_contended(std::uint32_t seen) noexcept {
+        // Marked contended before sleeping, so that the holder's unlock
+        // wakes a sleeper; taken when the exchange finds it unlocked.
+        if (seen != contended) seen = state_.exchange(contended, std::memory_order_acquire);
+        while (seen != unlocked) {
+            state_.wait(contended, std::memory_order_relaxed);
+            seen = state_.exchange(contended, std::memory_order_acquire);
+        }
+    }
+
+    std::atomic<std::uint32_t> state_{unlocked};
+};
+
+}  // namespace cronoq::detail
