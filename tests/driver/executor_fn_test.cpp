@@ -189,16 +189,16 @@ TEST(ExecutorFn, OutputWithoutDefaultValue) {
 // An executor that throws before it returns its coroutine (a plain function
 // returning an awaitable): that attempt fails as a panic, like a throw from
 // inside the coroutine, and the pool goes on with the next task. The call
-// is made inside the spawn, with and without a default output.
-asio::awaitable<Result<int>> doubled(std::shared_ptr<const int> x) { co_return *x * 2; }
-
-TEST(ExecutorFn, AThrowBeforeTheCoroutineIsMadeFailsOnlyThatAttempt) {
+// is made inside the spawn, with and without a default output: `make(x)`
+// makes task x's coroutine; the output of task 4 is returned.
+template <class O, class Make>
+std::shared_ptr<const O> run_a_throw_before_the_coroutine(Make make) {
     asio::io_context io;
-    auto sched = Scheduler<int, int>::builder()
-                     .pool(Pool<int, int>("p").workers(1, 1, 1).retry(cronoq::RetryPolicy{1, 0ms, 1.0, 0ms, false}).executor_fn(
-                         [](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
+    auto sched = Scheduler<int, O>::builder()
+                     .pool(Pool<int, O>("p").workers(1, 1, 1).retry(cronoq::RetryPolicy{1, 0ms, 1.0, 0ms, false}).executor_fn(
+                         [make](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<O>> {
                              if (*x == 3) throw std::runtime_error("no coroutine for 3");
-                             return doubled(std::move(x));
+                             return make(std::move(x));
                          }))
                      .build(io.get_executor());
     auto thrown = sched.try_submit(Task<int>(3)).value();
@@ -211,31 +211,18 @@ TEST(ExecutorFn, AThrowBeforeTheCoroutineIsMadeFailsOnlyThatAttempt) {
     } catch (const cronoq::TaskFailure& f) {
         EXPECT_EQ(f.message(), "panic: no coroutine for 3");
     }
-    EXPECT_EQ(*cronoq::test::run(io, next.result()), 8);
+    return cronoq::test::run(io, next.result());
 }
 
+asio::awaitable<Result<int>> doubled(std::shared_ptr<const int> x) { co_return *x * 2; }
 asio::awaitable<Result<Named>> named(std::shared_ptr<const int> x) { co_return Named("n" + std::to_string(*x)); }
 
+TEST(ExecutorFn, AThrowBeforeTheCoroutineIsMadeFailsOnlyThatAttempt) {
+    EXPECT_EQ(*run_a_throw_before_the_coroutine<int>(doubled), 8);
+}
+
 TEST(ExecutorFn, AThrowBeforeTheCoroutineIsMadeFailsOnlyThatAttemptWithoutADefaultOutput) {
-    asio::io_context io;
-    auto sched = Scheduler<int, Named>::builder()
-                     .pool(Pool<int, Named>("p").workers(1, 1, 1).retry(cronoq::RetryPolicy{1, 0ms, 1.0, 0ms, false}).executor_fn(
-                         [](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<Named>> {
-                             if (*x == 3) throw std::runtime_error("no coroutine for 3");
-                             return named(std::move(x));
-                         }))
-                     .build(io.get_executor());
-    auto thrown = sched.try_submit(Task<int>(3)).value();
-    auto next = sched.try_submit(Task<int>(4)).value();
-    io.run();
-    EXPECT_EQ(thrown.status(), cronoq::TaskStatus::Failed);
-    try {
-        cronoq::test::run(io, thrown.result());
-        ADD_FAILURE() << "the result of a failed task must throw";
-    } catch (const cronoq::TaskFailure& f) {
-        EXPECT_EQ(f.message(), "panic: no coroutine for 3");
-    }
-    EXPECT_EQ(cronoq::test::run(io, next.result())->name, "n4");
+    EXPECT_EQ(run_a_throw_before_the_coroutine<Named>(named)->name, "n4");
 }
 
 // A default Result<O> holds a value-initialized O, as std::expected does.
