@@ -142,7 +142,8 @@ void Engine::State::finish(std::uint32_t s, TaskStatus status, std::string messa
     }
     --live;
     kinds.task_ended(t.kind);
-    emit_status(t, now).message = std::move(message);
+    Status& st = emit_status(t, now);
+    if (!message.empty()) st.message = std::move(message);  // a success has none: no call
     // Retain the task in compact form and free its slot.
     const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
     retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
@@ -169,7 +170,7 @@ void Engine::State::fail_retryable(std::uint32_t s, std::string message, std::op
     ++t.gen;
     const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng);
     const Time at = delay.count() > 0 ? later(now, delay) : now;
-    emit_status(t, now, at).message = std::move(message);
+    emit_status(t, now, at).message = std::move(message);  // a retry has one
     // Handing over, it stays Retrying for the next leader even without a delay.
     if (delay.count() <= 0 && !handing_over) return make_ready(s, now);
     if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);

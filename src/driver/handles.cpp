@@ -16,13 +16,13 @@ namespace cronoq {
 
 namespace detail {
 
-void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output) {
+void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string&& message, std::shared_ptr<const void> output) {
     // The first caller writes the outcome; readers read it only once they
     // see `done_` (acquire), so no lock is needed.
     if (claimed_.exchange(true, std::memory_order_acq_rel)) return;
     final_ = status;
     attempt_ = attempt;
-    message_ = std::move(message);
+    if (!message.empty()) message_ = std::move(message);  // most outcomes have none: no call
     output_ = std::move(output);
     set_status(status);
     done_.store(true, std::memory_order_seq_cst);

@@ -110,7 +110,7 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
     const PoolRuntime& pool = pools[pool_id];
     auto record = record_blocks.make<TaskRecord>(TaskId{}, self);
     record->pool = pool.name;
-    record->kind = std::move(r.kind);
+    if (!r.kind.empty()) record->kind = std::move(r.kind);  // most tasks have none: no call
     record->key = std::move(r.key);
     if (!r.traceparent)
         for (const auto& [k, v] : r.tags)

@@ -29,7 +29,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::Ta
             // The task succeeded; only its kept output is unreadable.
         }
     }
-    record->finish(row.status, row.attempt, row.last_error, std::move(output));
+    record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
     return record;
 }
 

@@ -114,19 +114,20 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
         // Free of both locks: a start may run the executor on this thread,
         // and the executor may call into the scheduler.
         if (starting) start_all(self.lock(), std::move(starting));
-        std::atomic_thread_fence(std::memory_order_seq_cst);  // see post_end
         // An end posted while this step held the mutex found it taken and
         // left itself to us: serve it, unless another step already does.
-        if (!inbox_filled.load(std::memory_order_acquire) || !lock.try_lock()) return;
+        // The unlock above and this load are sequentially consistent, as
+        // are offer()'s store of the flag and its try_lock: either that
+        // try_lock sees the unlock, or this load sees the flag.
+        if (!inbox_filled.load(std::memory_order_seq_cst) || !lock.try_lock()) return;
     }
 }
 
 void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
     lock.unlock();
-    // As at the end of a step (the fence pairs with post_end's): an end
+    // As at the end of a step (sequentially consistent, as there): an end
     // that found the mutex held by this reader is served here.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (inbox_filled.load(std::memory_order_acquire) && lock.try_lock()) end_step(lock);
+    if (inbox_filled.load(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
 }
 
 template <class Put>
@@ -148,11 +149,11 @@ void SchedulerCore::State::offer(Put&& put) {
     {
         std::lock_guard lock(inbox_mu);
         put(inbox, remote_inbox);
-        inbox_filled.store(true, std::memory_order_relaxed);
+        // Sequentially consistent, as the try_lock below and the holder's
+        // unlock and load (end_step): either this try_lock sees the
+        // holder's unlock, or the holder, after unlocking, sees the flag.
+        inbox_filled.store(true, std::memory_order_seq_cst);
     }
-    // Pairs with the fence in end_step: either this try_lock sees the
-    // holder's unlock, or the holder, after unlocking, sees the flag.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     std::unique_lock lock(mu, std::try_to_lock);
     if (lock) end_step(lock);
 }
@@ -352,7 +353,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     Finish& f = *std::get_if<Finish>(&deferred.emplace_back(std::in_place_type<Finish>));
     f.status = s.status;
     f.attempt = s.attempt;
-    f.message = std::move(s.message);
+    if (!s.message.empty()) f.message = std::move(s.message);  // a success has none: no call
     if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output);
     record->output.reset();
     record->encoded_output.clear();

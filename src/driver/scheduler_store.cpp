@@ -175,7 +175,7 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
     const std::string why = lost.reason == store::LostReason::Released
                                 ? "the scheduler shut down; the task stays in the store for the next leader"
                                 : "leadership lost: " + lost.message + "; the task stays in the store for the next leader";
-    for (auto& record : unfinished) record->finish(record->status(), 0, why, nullptr);
+    for (auto& record : unfinished) record->finish(record->status(), 0, std::string(why), nullptr);
     durable->leading->set();  // an open() still waiting learns it will not lead
     durable->lost_waits->set();
     Step step(*this);
@@ -254,7 +254,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
         if (record->options) relative_to_submission(*record->options, row.submitted_at);  // for a retry
         record->assign_id(row.id);
         record->set_status(row.status);
-        if (is_terminal(row.status)) record->finish(row.status, row.attempt, row.last_error, std::move(output));
+        if (is_terminal(row.status)) record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
         spec.user = to_user(record.get());
         tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
                                            row.last_error});

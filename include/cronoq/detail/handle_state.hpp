@@ -28,7 +28,7 @@ public:
     void set_status(TaskStatus s) { status_.store(s, std::memory_order_release); }
 
     /// Records the terminal outcome once and wakes every waiter.
-    void finish(TaskStatus status, std::uint32_t attempt, std::string message, std::shared_ptr<const void> output);
+    void finish(TaskStatus status, std::uint32_t attempt, std::string&& message, std::shared_ptr<const void> output);
 
     /// Set once the task has its terminal outcome. Lives inside the state
     /// (no allocation of its own); `state` keeps it alive while awaited.

@@ -12,19 +12,24 @@ namespace cronoq::detail {
 /// Linux) after the standard library's short spin; the state says whether
 /// anyone may be asleep, so an unlock wakes only then (the classic
 /// three-state futex mutex). Not recursive; meets Lockable.
+///
+/// Every operation on the state is sequentially consistent (on x86 the
+/// same instructions as acquire and release), so that a caller may pair
+/// an unlock or a try_lock with a sequentially consistent flag of its own
+/// instead of a fence: the driver's inbox does (scheduler_step.cpp).
 class LightMutex {
 public:
     void lock() noexcept {
         std::uint32_t seen = unlocked;
-        if (!state_.compare_exchange_strong(seen, locked, std::memory_order_acquire, std::memory_order_relaxed))
+        if (!state_.compare_exchange_strong(seen, locked, std::memory_order_seq_cst))
             lock_contended(seen);
     }
     bool try_lock() noexcept {
         std::uint32_t seen = unlocked;
-        return state_.compare_exchange_strong(seen, locked, std::memory_order_acquire, std::memory_order_relaxed);
+        return state_.compare_exchange_strong(seen, locked, std::memory_order_seq_cst);
     }
     void unlock() noexcept {
-        if (state_.exchange(unlocked, std::memory_order_release) == contended) state_.notify_one();
+        if (state_.exchange(unlocked, std::memory_order_seq_cst) == contended) state_.notify_one();
     }
 
 private:
@@ -35,10 +40,10 @@ private:
     void lock_contended(std::uint32_t seen) noexcept {
         // Marked contended before sleeping, so that the holder's unlock
         // wakes a sleeper; taken when the exchange finds it unlocked.
-        if (seen != contended) seen = state_.exchange(contended, std::memory_order_acquire);
+        if (seen != contended) seen = state_.exchange(contended, std::memory_order_seq_cst);
         while (seen != unlocked) {
             state_.wait(contended, std::memory_order_relaxed);
-            seen = state_.exchange(contended, std::memory_order_acquire);
+            seen = state_.exchange(contended, std::memory_order_seq_cst);
         }
     }
 
