@@ -222,7 +222,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     }
     const std::uint32_t slot = s.allocate_slot();
     const TaskId id = s.admit_one(spec, slot);
-    s.make_ready(slot, now);
+    s.make_ready(slot, now, false, /*admitting=*/true);
     s.settle(now);
     return id;
 }
@@ -392,6 +392,8 @@ void Engine::release_user(TaskId task) {
 std::optional<TaskStatus> Engine::status(TaskId task) const {
     return s_->status_of(task);
 }
+
+void Engine::report_implied_transitions(bool on) { s_->report_implied = on; }
 
 void Engine::drain(std::vector<Action>& out) {
     out.clear();

@@ -301,7 +301,7 @@ void Engine::State::place(Admission& batch, std::size_t i, Time now) {
         finish(slot, TaskStatus::Skipped, std::move(broken), now);
         return;
     }
-    if (!pending) return release(slot, now);
+    if (!pending) return release(slot, now, /*admitting=*/true);
     block(batch, i, slot, now);
 }
 

@@ -57,6 +57,7 @@ struct Engine::State {
     std::vector<detail::RemotePool> remote_pools;
     std::unordered_map<std::uint64_t, detail::RemoteTask> remote_tasks;
     std::vector<Action> actions;
+    bool report_implied = true;  // Engine::report_implied_transitions
     std::size_t live = 0;
     std::uint64_t late = 0;
     bool shutting_down = false;
@@ -160,8 +161,8 @@ struct Engine::State {
     A& emit() {
         return *std::get_if<A>(&actions.emplace_back(std::in_place_type<A>));
     }
-    /// `t`'s current status; the caller may add a message.
-    Status& emit_status(const TaskSlot& t, Time now, std::optional<Time> until = std::nullopt) {
+    /// `t`'s current status.
+    void emit_status(const TaskSlot& t, Time now, std::optional<Time> until = std::nullopt, std::string&& message = {}) {
         Status& s = emit<Status>();
         s.task = t.id;
         s.pool = t.pool;
@@ -170,7 +171,7 @@ struct Engine::State {
         s.at = now;
         s.until = until;
         s.user = t.user;
-        return s;
+        if (!message.empty()) s.message = std::move(message);  // most have none: no call
     }
 
     // ---- timing helpers ---------------------------------------------------
@@ -230,8 +231,9 @@ struct Engine::State {
     void leave(TaskSlot& t);
 
     // Ready in the pool's queue, or with `due_start` in its queue of due
-    // fixed starts, which dispatch first.
-    void make_ready(std::uint32_t s, Time now, bool due_start = false);
+    // fixed starts, which dispatch first. `admitting`: the task is being
+    // admitted (its Ready is implied, Engine::report_implied_transitions).
+    void make_ready(std::uint32_t s, Time now, bool due_start = false, bool admitting = false);
 
     // `worker`: the remote worker that takes the lease (0 in a local pool).
     void start_attempt(std::uint32_t s, Time now, WorkerId worker = {});
@@ -395,7 +397,7 @@ struct Engine::State {
 
     // ---- waiting before ready: dependencies, fixed starts (engine_waiting.cpp)
     /// Every edge of a Blocked or new task is met: Scheduled or Ready.
-    void release(std::uint32_t s, Time now);
+    void release(std::uint32_t s, Time now, bool admitting = false);
     /// A fixed start has come: Ready at the front, or the miss policy.
     void start_due(std::uint32_t s, Time now);
     void miss_start(std::uint32_t s, Time now);

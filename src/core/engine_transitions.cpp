@@ -34,7 +34,7 @@ void Engine::State::leave(TaskSlot& t) {
     }
 }
 
-void Engine::State::make_ready(std::uint32_t s, Time now, bool due_start) {
+void Engine::State::make_ready(std::uint32_t s, Time now, bool due_start, bool admitting) {
     TaskSlot& t = slots[s];
     PoolState& p = pools[t.pool];
     leave(t);
@@ -55,7 +55,7 @@ void Engine::State::make_ready(std::uint32_t s, Time now, bool due_start) {
         p.queue.push(t.priority, {s, t.gen});
     }
     p.dirty = true;
-    emit_status(t, now);
+    if (report_implied || !admitting) emit_status(t, now);
 }
 
 void Engine::State::start_attempt(std::uint32_t s, Time now, WorkerId worker) {
@@ -94,7 +94,7 @@ void Engine::State::start_attempt(std::uint32_t s, Time now, WorkerId worker) {
     if (timeout.count() > 0) d.timeout = timeout;
     if (t.has_deadline) d.deadline = extras[t.extras].deadline;
     d.worker = worker;
-    emit_status(t, now);
+    if (report_implied) emit_status(t, now);  // else its Dispatch says so
 }
 
 AttemptState Engine::State::end_lease(TaskSlot& t, Time now) {
@@ -142,8 +142,7 @@ void Engine::State::finish(std::uint32_t s, TaskStatus status, std::string messa
     }
     --live;
     kinds.task_ended(t.kind);
-    Status& st = emit_status(t, now);
-    if (!message.empty()) st.message = std::move(message);  // a success has none: no call
+    emit_status(t, now, std::nullopt, std::move(message));
     // Retain the task in compact form and free its slot.
     const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
     retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
@@ -170,7 +169,7 @@ void Engine::State::fail_retryable(std::uint32_t s, std::string message, std::op
     ++t.gen;
     const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng);
     const Time at = delay.count() > 0 ? later(now, delay) : now;
-    emit_status(t, now, at).message = std::move(message);  // a retry has one
+    emit_status(t, now, at, std::move(message));
     // Handing over, it stays Retrying for the next leader even without a delay.
     if (delay.count() <= 0 && !handing_over) return make_ready(s, now);
     if (at != never) push_timer(at, s, t.gen, TimerKind::RetryDone);

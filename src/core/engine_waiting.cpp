@@ -17,9 +17,9 @@ std::string describe_lateness(Duration late) {
 
 }  // namespace
 
-void Engine::State::release(std::uint32_t s, Time now) {
+void Engine::State::release(std::uint32_t s, Time now, bool admitting) {
     TaskSlot& t = slots[s];
-    if (!t.has_start) return make_ready(s, now);
+    if (!t.has_start) return make_ready(s, now, false, admitting);
     const StartInfo& start = starts.at(t.id.value);
     if (start.start <= now) return start_due(s, now);
     leave(t);

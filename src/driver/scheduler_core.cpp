@@ -462,6 +462,9 @@ std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
     } else {
         s_->subscribers.push_back(q);
         s_->subscriber_count.store(s_->subscribers.size(), std::memory_order_relaxed);
+        // From now on every transition makes an event (and stays so: a
+        // subscriber may come back at any time).
+        s_->engine.report_implied_transitions(true);
     }
     return q;
 }

@@ -58,6 +58,11 @@ core::Outcome to_outcome(const AttemptOutput& out) {
 SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
     clock = options.clock ? options.clock : Clock::steady();
+    // Without a store or a subscriber, the transitions other results imply
+    // (Ready at admission, Running at each Dispatch) need no Status action
+    // of their own: the record starts Ready, and on(Dispatch) records
+    // Running.
+    engine.report_implied_transitions(options.store != nullptr);
     debug_logging = logger()->should_log(spdlog::level::debug);
     if (options.store) {
         durable = std::make_unique<Durable>(options.store);
@@ -293,6 +298,7 @@ void SchedulerCore::State::apply(core::Time now) {
 void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system_clock::time_point) {
     TaskRecord* record = from_user(d.user);
     PoolRuntime& pool = pools[d.pool];
+    record->set_status(TaskStatus::Running);  // also when the engine reports it
     if (d.worker) return dispatch_remote(d, *record, pool);
     auto attempt = attempt_blocks.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));

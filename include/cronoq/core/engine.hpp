@@ -312,6 +312,14 @@ public:
     void release_user(TaskId task);
     /// A live or retained task's status; empty once forgotten.
     std::optional<TaskStatus> status(TaskId task) const;
+    /// Whether `Status` actions also report the two transitions other
+    /// results imply (the default): the Ready of a task admitted ready (a
+    /// submission that returns its id without another status) and the
+    /// Running of each attempt (its `Dispatch`). Every other transition is
+    /// reported either way. A driver with nobody to tell of those two (no
+    /// store, no subscriber) turns them off and infers them. Takes effect
+    /// from the next call.
+    void report_implied_transitions(bool on);
 
     /// Moves the pending actions into `out` (cleared first), in the order
     /// they happened. Buffers are swapped, so reusing `out` avoids allocation.
