@@ -888,62 +888,62 @@ TEST(LeaseTest, HeartbeatAtTheExpiryWithoutATickIsLate) {
 
 // ---- implied transitions ---------------------------------------------------------------------------
 
-std::vector<S> statuses(const Harness& h, TaskId task) {
-    std::vector<S> out;
-    for (const Status& s : h.statuses_of(task)) out.push_back(s.status);
-    return out;
-}
+// A pool of one slot whose engine leaves out the implied transitions, and
+// a first task running in it.
+class ImpliedTransitionsTest : public ::testing::Test {
+protected:
+    ImpliedTransitionsTest() {
+        h.engine.report_implied_transitions(false);
+        first = h.submit(TaskSpec{.pool = pool}, t0);
+        running = h.only_dispatch();
+    }
+    std::vector<S> statuses(TaskId task) const {
+        std::vector<S> out;
+        for (const Status& s : h.statuses_of(task)) out.push_back(s.status);
+        return out;
+    }
+
+    Harness h;
+    const PoolId pool = h.add_pool(PoolConfig{"p", 1, fixed(2, 1s)});
+    TaskId first;
+    Dispatch running;
+};
 
 // Off, the Ready of a task admitted ready and the Running of each attempt
 // are not Status actions (the submission's result and the Dispatch imply
 // them); every other transition is, with its message, and the engine's own
 // view and the Dispatches are unchanged.
-TEST(ImpliedTransitionsTest, OffLeavesOutOnlyTheAdmittedReadyAndEachRunning) {
-    Harness h;
-    const PoolId pool = h.add_pool(PoolConfig{"p", 1, fixed(2, 1s)});
-    h.engine.report_implied_transitions(false);
-    const TaskId task = h.submit(TaskSpec{.pool = pool}, t0);
-    const Dispatch first = h.only_dispatch();
-    EXPECT_TRUE(h.statuses().empty());
-    EXPECT_EQ(h.engine.status(task), S::Running);
+TEST_F(ImpliedTransitionsTest, OffLeavesOutOnlyTheAdmittedReadyAndEachRunning) {
+    EXPECT_TRUE(h.statuses_of(first).empty());
+    EXPECT_EQ(h.engine.status(first), S::Running);
     const TaskId queued = h.submit(TaskSpec{.pool = pool}, t0);  // the slot is taken
     EXPECT_TRUE(h.statuses().empty());
     EXPECT_EQ(h.engine.status(queued), S::Ready);
-    h.complete(first.lease, Outcome::retryable("busy"), t0 + 1s);  // `queued` runs
+    h.complete(running.lease, Outcome::retryable("busy"), t0 + 1s);  // `queued` runs
     h.tick(t0 + 2s);  // the backoff ends: Ready again, behind `queued`
-    ASSERT_EQ(statuses(h, task), (std::vector<S>{S::Retrying, S::Ready}));
-    EXPECT_EQ(h.statuses_of(task).front().message, "busy");
-    EXPECT_EQ(statuses(h, queued), std::vector<S>{});
+    ASSERT_EQ(statuses(first), (std::vector<S>{S::Retrying, S::Ready}));
+    EXPECT_EQ(h.statuses_of(first).front().message, "busy");
+    EXPECT_EQ(statuses(queued), std::vector<S>{});
 }
 
 // A task that waits first (on a dependency) reports its Ready when
 // released: only the Ready of admission is implied.
-TEST(ImpliedTransitionsTest, OffStillReportsTheReadyOfABlockedTaskReleased) {
-    Harness h;
-    const PoolId pool = h.add_pool(PoolConfig{"p", 1});
-    h.engine.report_implied_transitions(false);
-    const TaskId parent = h.submit(TaskSpec{.pool = pool}, t0);
-    const Dispatch running = h.only_dispatch();
+TEST_F(ImpliedTransitionsTest, OffStillReportsTheReadyOfABlockedTaskReleased) {
     TaskSpec child_spec{.pool = pool};
-    child_spec.depends_on.push_back(Dep::on_success(parent));
+    child_spec.depends_on.push_back(Dep::on_success(first));
     const TaskId child = h.submit(child_spec, t0);
     h.complete(running.lease, Outcome::success(), t0 + 1s);
-    EXPECT_EQ(statuses(h, parent), std::vector<S>{S::Succeeded});
-    EXPECT_EQ(statuses(h, child), (std::vector<S>{S::Blocked, S::Ready}));
+    EXPECT_EQ(statuses(first), std::vector<S>{S::Succeeded});
+    EXPECT_EQ(statuses(child), (std::vector<S>{S::Blocked, S::Ready}));
     EXPECT_EQ(h.engine.status(child), S::Running);
 }
 
-TEST(ImpliedTransitionsTest, OnAgainReportsThemFromTheNextCall) {
-    Harness h;
-    const PoolId pool = h.add_pool(PoolConfig{"p", 1});
-    h.engine.report_implied_transitions(false);
-    const TaskId quiet = h.submit(TaskSpec{.pool = pool}, t0);
-    const Dispatch running = h.only_dispatch();
+TEST_F(ImpliedTransitionsTest, OnAgainReportsThemFromTheNextCall) {
     h.engine.report_implied_transitions(true);
     const TaskId waiting = h.submit(TaskSpec{.pool = pool}, t0 + 1s);  // the slot is taken: Ready
     h.complete(running.lease, Outcome::success(), t0 + 2s);           // then it runs
-    EXPECT_EQ(statuses(h, quiet), std::vector<S>{S::Succeeded});
-    EXPECT_EQ(statuses(h, waiting), (std::vector<S>{S::Ready, S::Running}));
+    EXPECT_EQ(statuses(first), std::vector<S>{S::Succeeded});
+    EXPECT_EQ(statuses(waiting), (std::vector<S>{S::Ready, S::Running}));
 }
 
 }  // namespace
