@@ -65,6 +65,7 @@ void Engine::State::dispatch(PoolState& p, Time now) {
 }
 
 void Engine::State::forget_retained(Time now) {
+    constexpr std::size_t prefetch_distance = 4;
     while (!retained.empty()) {
         const RetainedTask& r = retained.front();
         if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
@@ -75,8 +76,10 @@ void Engine::State::forget_retained(Time now) {
         retained_head = (retained_head + 1) & ~retained_bit;
         // Tasks are forgotten in this order, one or a few per call: the
         // next one's entry in by_task (out of cache in a large table)
-        // starts loading now.
+        // starts loading now, and so does the record of one further on,
+        // which the next calls read (a long queue: out of cache too).
         if (retained.size() > 1) by_task.prefetch(retained[1].id.value);
+        if (retained.size() > prefetch_distance) __builtin_prefetch(&retained[prefetch_distance]);
     }
 }
 
