@@ -225,7 +225,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     }
     const std::uint32_t slot = s.allocate_slot();
     const TaskId id = s.admit_one(spec, slot);
-    s.make_ready(slot, now, false, /*admitting=*/true);
+    if (!s.start_at_once(slot, now)) s.make_ready(slot, now, false, /*admitting=*/true);
     s.settle(now);
     return id;
 }

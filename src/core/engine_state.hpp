@@ -230,10 +230,20 @@ struct Engine::State {
     // its lease: end_lease.)
     void leave(TaskSlot& t);
 
+    // Ready (counted, a scaler told of its arrival), in no queue yet.
+    void become_ready(std::uint32_t s, Time now);
+
     // Ready in the pool's queue, or with `due_start` in its queue of due
     // fixed starts, which dispatch first. `admitting`: the task is being
     // admitted (its Ready is implied, Engine::report_implied_transitions).
     void make_ready(std::uint32_t s, Time now, bool due_start = false, bool admitting = false);
+
+    // A task being admitted without needs into a local pool that has a
+    // free slot and nothing else ready: the next dispatch would take it,
+    // and nothing before that dispatch could change its choice, so it
+    // starts now, without a round through the queue. False (nothing done)
+    // when that does not hold; the caller makes it ready instead.
+    bool start_at_once(std::uint32_t s, Time now);
 
     // `worker`: the remote worker that takes the lease (0 in a local pool).
     void start_attempt(std::uint32_t s, Time now, WorkerId worker = {});

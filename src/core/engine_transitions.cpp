@@ -34,7 +34,7 @@ void Engine::State::leave(TaskSlot& t) {
     }
 }
 
-void Engine::State::make_ready(std::uint32_t s, Time now, bool due_start, bool admitting) {
+void Engine::State::become_ready(std::uint32_t s, Time now) {
     TaskSlot& t = slots[s];
     PoolState& p = pools[t.pool];
     leave(t);
@@ -45,6 +45,28 @@ void Engine::State::make_ready(std::uint32_t s, Time now, bool due_start, bool a
     ++p.counters.ready_by_class[index_of(t.priority)];
     if (auto* a = scaler_of(p, now)) a->record_arrival(now);
     if (p.may_shed) link_ready(s);
+}
+
+bool Engine::State::start_at_once(std::uint32_t s, Time now) {
+    TaskSlot& t = slots[s];
+    PoolState& p = pools[t.pool];
+    // What settle() does before its dispatch (dependents resolved, the
+    // pool rescaled) or what the dispatch weighs (other ready tasks, slots
+    // held for fixed starts, resources, workers) could choose otherwise.
+    if (handing_over || p.counters.running >= p.capacity || p.counters.ready > 0 || !p.held_starts.empty() ||
+        p.config.remote || p.autoscale_config || t.has_needs || !graph.resolved.empty())
+        return false;
+    become_ready(s, now);
+    if (report_implied) emit_status(t, now);
+    took_best = true;  // the only ready task
+    start_attempt(s, now);
+    return true;
+}
+
+void Engine::State::make_ready(std::uint32_t s, Time now, bool due_start, bool admitting) {
+    become_ready(s, now);
+    TaskSlot& t = slots[s];
+    PoolState& p = pools[t.pool];
     if (due_start) {
         p.due_starts.push_back({s, t.gen});
     } else if (t.has_deadline) {
