@@ -131,8 +131,12 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
 
 std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shared_ptr<TaskRecord> record,
                                                              const Encoded* encoded) {
-    const std::uint64_t user = engine.user(id).value_or(0);
-    if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
+    // Only a key can name a task admitted before (its holder): without one,
+    // the id is this record's task.
+    if (record->key) {
+        const std::uint64_t user = engine.user(id).value_or(0);
+        if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
+    }
     record->assign_id(id);
     hold(record);
     if (encoded && durable) write_admission(id, *record, *encoded);

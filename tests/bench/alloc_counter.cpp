@@ -24,7 +24,11 @@ namespace {
 // A single counter would be one cache line written by every io_context thread
 // on every allocation, a cost the multi-threaded figures beside the counts
 // would include. Each thread counts in a shard of its own (while there are no
-// more threads than shards).
+// more threads than shards). A thread that has its shard to itself counts
+// with a plain load and store (it is the shard's only writer; readers load
+// it): an atomic read-modify-write is a locked instruction, and the figures
+// beside the counts would include it. Past `shard_count` threads, shards
+// are shared and counted with fetch_add.
 constexpr std::size_t shard_count = 64;
 
 struct alignas(64) Shard {
@@ -36,12 +40,27 @@ struct alignas(64) Shard {
 constinit std::array<Shard, shard_count> shards{};
 constinit std::atomic<std::size_t> threads_seen{0};
 
-Shard& my_shard() {
-    thread_local const std::size_t shard = threads_seen.fetch_add(1, std::memory_order_relaxed) % shard_count;
-    return shards[shard];
+struct MyShard {
+    Shard* shard;
+    bool alone;  // this thread is its only writer
+};
+
+MyShard my_shard() {
+    thread_local const std::size_t seen = threads_seen.fetch_add(1, std::memory_order_relaxed);
+    return {&shards[seen % shard_count], seen < shard_count};
 }
 
-void count_one() { my_shard().news.fetch_add(1, std::memory_order_relaxed); }
+void add_one(std::atomic<std::uint64_t>& counter, bool alone) {
+    if (alone)
+        counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    else
+        counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_one() {
+    const MyShard m = my_shard();
+    add_one(m.shard->news, m.alone);
+}
 
 // The standard's loop: retry after the new_handler until it gives up.
 void* allocate(std::size_t size) {
@@ -133,7 +152,8 @@ void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcep
 // C11 semantics: null with errno EINVAL for an alignment that is not a power
 // of two; glibc accepts any size.
 extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
-    my_shard().aligned_allocs.fetch_add(1, std::memory_order_relaxed);
+    const MyShard m = my_shard();
+    add_one(m.shard->aligned_allocs, m.alone);
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
         errno = EINVAL;
         return nullptr;
