@@ -89,8 +89,15 @@ void Engine::State::settle(Time now) {
     if (!graph.resolved.empty() && !handing_over) resolve_dependents(now);
     for (std::size_t i = 0; i < pools.size(); ++i)
         if (pools[i].autoscale_config && !handing_over) autoscale(static_cast<PoolId>(i), now);
-    for (PoolState& p : pools)
-        if (p.dirty) dispatch(p, now);
+    for (PoolState& p : pools) {
+        if (!p.dirty) continue;
+        // Nothing ready, or no slot free: no dispatch to make (after most
+        // completions, and after a submission that started at once).
+        if (p.counters.ready == 0 || p.counters.running >= p.capacity)
+            p.dirty = false;
+        else
+            dispatch(p, now);
+    }
     if (parked_tasks) revisit_parked(now);
     if (full_pools > 0) announce_space();
     forget_retained(now);
@@ -373,9 +380,10 @@ std::optional<std::string> Engine::set_rate(std::string_view bucket, double rate
     return problem;
 }
 
-std::optional<Time> Engine::next_wakeup() const {
-    if (s_->timers.empty()) return std::nullopt;
-    return s_->timers.front().at;
+bool Engine::next_wakeup_into(Time& at) const {
+    if (s_->timers.empty()) return false;
+    at = s_->timers.front().at;
+    return true;
 }
 
 std::optional<TaskId> Engine::find_key(std::string_view key) const {

@@ -84,8 +84,12 @@ struct AttemptState {
     std::uint32_t attempt = 0;
     bool needs_heartbeat = false;
     CancelState cancel;  // tokens alias this state: no allocation of its own
-    std::weak_ptr<SchedulerCore> core;
 };
+
+/// The scheduler of an attempt's task, while it exists.
+inline std::shared_ptr<SchedulerCore> core_of(const AttemptState& a) {
+    return static_cast<const TaskRecord&>(*a.task).core();
+}
 
 /// Links every attempt whose coroutine has not returned (guarded by the
 /// engine's mutex), so that shutdown can name and abandon the deaf ones.

@@ -144,7 +144,7 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         // cannot go on, as when any step throws.
         if (attempt->ended_in_start) std::terminate();
         // The coroutine could not even be made (its frame not allocated).
-        if (auto owner = attempt->core.lock()) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
+        if (auto owner = core_of(*attempt)) end_attempt(std::move(owner), std::move(attempt), std::current_exception(), {});
     }
 }
 

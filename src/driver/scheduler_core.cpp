@@ -66,7 +66,9 @@ bool needs_wall(const TaskRequest& r) { return r.deadline_at || r.deadline_in ||
 
 // ---- submission (mutex held) ----------------------------------------------------------
 
-// The engine's view of a request; wall time maps the time points.
+// The engine's view of a request, written into `spec` (a default one:
+// what the request leaves empty is not written); wall time maps the time
+// points.
 std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const TaskRequest& r, core::Time now,
                                                                           std::chrono::system_clock::time_point wall,
                                                                           core::TaskSpec& spec) {
@@ -90,12 +92,13 @@ std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const
     if (r.start_in) spec.start = core::add_saturated(now, *r.start_in);
     spec.start_tolerance = r.start_tolerance;
     spec.on_miss = r.on_miss;
-    spec.depends_on = r.depends_on;
-    spec.resources = r.resources;
+    // Most tasks have none of these: no call for an empty one.
+    if (!r.depends_on.empty()) spec.depends_on = r.depends_on;
+    if (!r.resources.empty()) spec.resources = r.resources;
     spec.duration_hint = r.duration_hint;
     spec.timeout = r.timeout;
     spec.retry = r.retry;
-    spec.key = r.key;
+    if (r.key) spec.key = r.key;
     if (!r.labels.empty()) {  // Task::label keeps names unique; the engine wants them sorted
         spec.labels.assign(r.labels.begin(), r.labels.end());
         std::sort(spec.labels.begin(), spec.labels.end());

@@ -49,7 +49,6 @@ void SchedulerCore::State::dispatch_remote(core::Dispatch& d, TaskRecord& record
     attempt->task = std::shared_ptr<const TaskInfo>(record.engine_ref, static_cast<const TaskInfo*>(&record));
     attempt->lease = d.lease;
     attempt->attempt = d.attempt;
-    attempt->core = self;
     attempt->record = &record;
     attempt->pool = &pool;
     attempt->worker = d.worker;

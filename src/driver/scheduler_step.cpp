@@ -305,7 +305,6 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     attempt->lease = d.lease;
     attempt->attempt = d.attempt;
     attempt->needs_heartbeat = pool.def.engine.lease_ttl.has_value();
-    attempt->core = self;
     attempt->record = record;
     attempt->pool = &pool;
     record->live = attempt;

@@ -76,13 +76,13 @@ CancellationToken TaskContext::cancellation_token() const {
 
 void TaskContext::heartbeat() const {
     if (!state_->needs_heartbeat || state_->cancel.is_cancelled()) return;
-    if (auto core = state_->core.lock()) core->heartbeat(state_->lease);
+    if (auto core = detail::core_of(*state_)) core->heartbeat(state_->lease);
 }
 
 // ---- offload ----------------------------------------------------------------------------
 
 asio::awaitable<void> detail::offload_erased(const TaskContext& ctx, UniqueFunction<void()> job) {
-    auto core = detail::Access::state(ctx)->core.lock();
+    auto core = detail::core_of(*detail::Access::state(ctx));
     if (!core) throw std::logic_error("cronoq::offload: the scheduler of this context is gone");
     asio::any_io_executor blocking;
     try {

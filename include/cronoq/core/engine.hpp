@@ -302,7 +302,11 @@ public:
     std::optional<std::string> set_rate(std::string_view bucket, double rate_per_s, Time now);
 
     /// When `tick` next has work; empty when nothing is timed.
-    std::optional<Time> next_wakeup() const;
+    std::optional<Time> next_wakeup() const {
+        Time at;
+        if (!next_wakeup_into(at)) return std::nullopt;
+        return at;
+    }
 
     /// A live or retained task's `TaskSpec::user`; empty once forgotten.
     std::optional<std::uint64_t> user(TaskId task) const;
@@ -346,6 +350,11 @@ public:
     NextIds next_ids() const;
 
 private:
+    // next_wakeup() without an optional across the call: GCC returns one
+    // through the stack with a byte store that the load after it cannot
+    // forward, a stall on every step of the driver.
+    bool next_wakeup_into(Time& at) const;
+
     struct State;
     std::unique_ptr<State> s_;
 };

@@ -21,6 +21,8 @@ public:
     HandleState(TaskId id, std::weak_ptr<SchedulerCore> core) : id_(id), core_(std::move(core)) {}
 
     TaskId id() const { return id_; }
+    /// The scheduler, while it exists.
+    std::shared_ptr<SchedulerCore> core() const { return core_.lock(); }
     /// Sets the id once the engine has given one, before the state is
     /// shared with any handle.
     void assign_id(TaskId id) { id_ = id; }

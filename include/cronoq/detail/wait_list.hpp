@@ -51,16 +51,10 @@ public:
     }
 
     void set() {
-        std::optional<Entry> first;
-        std::vector<Entry> more;
-        {
-            std::lock_guard lock(mu_);
-            set_ = true;
-            first.swap(first_);
-            more.swap(more_);
-        }
-        if (first) complete(first->second);
-        for (auto& [id, w] : more) complete(w);
+        std::unique_lock lock(mu_);
+        set_ = true;
+        if (!first_ && more_.empty()) return;  // nobody waits: most often so
+        complete_all(lock);
     }
 
     void reset() {
@@ -149,6 +143,17 @@ private:
 
     // set()'s completion of a waiter: left for the thread's ResumeInPlace
     // if it wants it, else posted now.
+    // Takes every waiter, lets go of `lock` (mu_), then completes them.
+    void complete_all(std::unique_lock<LightMutex>& lock) {
+        std::optional<Entry> first;
+        std::vector<Entry> more;
+        first.swap(first_);
+        more.swap(more_);
+        lock.unlock();
+        if (first) complete(first->second);
+        for (auto& [id, w] : more) complete(w);
+    }
+
     static void complete(Waiter& w) {
         if (!ResumeInPlace::defer(w)) w(std::error_code{});
     }
