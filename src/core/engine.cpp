@@ -405,6 +405,7 @@ std::optional<TaskStatus> Engine::status(TaskId task) const {
 }
 
 void Engine::report_implied_transitions(bool on) { s_->report_implied = on; }
+void Engine::release_users_at_end(bool on) { s_->release_users_at_end = on; }
 
 void Engine::drain(std::vector<Action>& out) {
     out.clear();

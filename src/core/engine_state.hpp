@@ -58,6 +58,7 @@ struct Engine::State {
     std::unordered_map<std::uint64_t, detail::RemoteTask> remote_tasks;
     std::vector<Action> actions;
     bool report_implied = true;  // Engine::report_implied_transitions
+    bool release_users_at_end = false;  // Engine::release_users_at_end
     std::size_t live = 0;
     std::uint64_t late = 0;
     bool shutting_down = false;

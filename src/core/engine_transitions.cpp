@@ -167,7 +167,8 @@ void Engine::State::finish(std::uint32_t s, TaskStatus status, std::string messa
     emit_status(t, now, std::nullopt, std::move(message));
     // Retain the task in compact form and free its slot.
     const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-    retained.push_back(RetainedTask{t.id, now, t.pool, status, key_of(t), t.user});
+    const std::string* key = key_of(t);
+    retained.push_back(RetainedTask{t.id, now, t.pool, status, key, key || !release_users_at_end ? t.user : 0});
     by_task.assign(t.id.value, retained_bit | seq);
     t.id = TaskId{};
     if (t.extras != no_slot) {

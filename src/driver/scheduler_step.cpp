@@ -63,6 +63,9 @@ SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     // of their own: the record starts Ready, and on(Dispatch) records
     // Running.
     engine.report_implied_transitions(options.store != nullptr);
+    // A task without a key lets go of its record at its terminal status
+    // (on(Status)): the engine forgets the pointer there too.
+    engine.release_users_at_end(true);
     debug_logging = logger()->should_log(spdlog::level::debug);
     if (options.store) {
         durable = std::make_unique<Durable>(options.store);
@@ -367,7 +370,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     if (record->key) {
         f.record = record->engine_ref;
     } else {
-        engine.release_user(s.task);
+        // The engine has let go of the pointer (release_users_at_end).
         // The attempt that just ended may still be returning: it holds the
         // record through its context, not through this reference.
         f.record = release(*record);

@@ -70,5 +70,33 @@ TEST(UserValueTest, ReleasedValueIsZeroFromThenOnAndOnlyTerminalTasksRelease) {
     EXPECT_EQ(forgets.front().user, 0u);
 }
 
+// release_users_at_end: a task without a key ends with its value in its
+// terminal Status and gives 0 from then on; a keyed one keeps it until it
+// is forgotten.
+TEST(UserValueTest, ReleasedAtTheEndOnlyWithoutAKey) {
+    Harness h(short_retention());
+    h.engine.release_users_at_end(true);
+    const PoolId pool = h.add_pool(PoolConfig{"p", 2});
+    TaskSpec plain{.pool = pool};
+    plain.user = 7;
+    TaskSpec keyed{.pool = pool};
+    keyed.user = 8;
+    keyed.key = "k";
+    const TaskId a = h.submit(plain, t0);
+    const TaskId b = h.submit(keyed, t0);
+    EXPECT_EQ(h.engine.user(a), 7u) << "a live task keeps it";
+    h.complete(h.lease_of(a), Outcome::success(), t0 + 1s);
+    h.complete(h.lease_of(b), Outcome::success(), t0 + 1s);
+    ASSERT_FALSE(h.statuses_of(a).empty());
+    EXPECT_EQ(h.statuses_of(a).back().status, TaskStatus::Succeeded);
+    EXPECT_EQ(h.statuses_of(a).back().user, 7u) << "its terminal Status still carries it";
+    EXPECT_EQ(h.engine.user(a), 0u);
+    EXPECT_EQ(h.engine.user(b), 8u);
+    h.tick(t0 + 20s);
+    std::vector<Forget> forgets = h.last_of<Forget>();
+    ASSERT_EQ(forgets.size(), 2u);
+    for (const Forget& f : forgets) EXPECT_EQ(f.user, f.task == a ? 0u : 8u);
+}
+
 }  // namespace
 }  // namespace cronoq::core::test::user_value_test

@@ -314,6 +314,12 @@ public:
     /// refers to: `user()` and its `Forget` give 0 from now on. Does
     /// nothing for a live or unknown task.
     void release_user(TaskId task);
+    /// Whether a task without a key releases its `user` value as it ends
+    /// (off by default): on, its terminal `Status` still carries the value,
+    /// and from then on it is as if `release_user` had been called. For an
+    /// owner that lets go, at that status, of what the value refers to;
+    /// saves it a look-up per task. Takes effect from the next call.
+    void release_users_at_end(bool on);
     /// A live or retained task's status; empty once forgotten.
     std::optional<TaskStatus> status(TaskId task) const;
     /// Whether `Status` actions also report the two transitions other
