@@ -204,6 +204,9 @@ struct SchedulerCore::State {
     ~State();
     /// The engine's reference to `record`, from admission (`hold`) until it
     /// lets go (`release`, which hands the reference back to drop later).
+    // The engine's modes the driver relies on; again on every new engine
+    // (a store's recovery makes one).
+    void set_engine_modes();
     void hold(const std::shared_ptr<TaskRecord>& record);
     std::shared_ptr<TaskRecord> release(TaskRecord& record);
 

@@ -58,14 +58,7 @@ core::Outcome to_outcome(const AttemptOutput& out) {
 SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
     clock = options.clock ? options.clock : Clock::steady();
-    // Without a store or a subscriber, the transitions other results imply
-    // (Ready at admission, Running at each Dispatch) need no Status action
-    // of their own: the record starts Ready, and on(Dispatch) records
-    // Running.
-    engine.report_implied_transitions(options.store != nullptr);
-    // A task without a key lets go of its record at its terminal status
-    // (on(Status)): the engine forgets the pointer there too.
-    engine.release_users_at_end(true);
+    set_engine_modes();
     debug_logging = logger()->should_log(spdlog::level::debug);
     if (options.store) {
         durable = std::make_unique<Durable>(options.store);
@@ -83,6 +76,17 @@ SchedulerCore::State::~State() {
         record.live.reset();  // an attempt refers to its record too
         refs.push_back(release(record));
     }
+}
+
+void SchedulerCore::State::set_engine_modes() {
+    // Without a store or a subscriber, the transitions other results imply
+    // (Ready at admission, Running at each Dispatch) need no Status action
+    // of their own: the record starts Ready, and on(Dispatch) records
+    // Running.
+    engine.report_implied_transitions(options.store != nullptr || subscriber_count.load(std::memory_order_relaxed) > 0);
+    // A task without a key lets go of its record at its terminal status
+    // (on(Status)): the engine forgets the pointer there too.
+    engine.release_users_at_end(true);
 }
 
 void SchedulerCore::State::hold(const std::shared_ptr<TaskRecord>& record) {

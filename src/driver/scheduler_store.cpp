@@ -204,6 +204,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
     core::Engine fresh(config);
     for (const PoolRuntime& p : pools) fresh.add_pool(p.def.engine);
     engine = std::move(fresh);
+    set_engine_modes();
     durable->reserved = {0, 0};  // the first commit reserves a block above them
 
     const auto engine_time = [&](std::optional<store::WallTime> t) -> std::optional<core::Time> {
