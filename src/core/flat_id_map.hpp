@@ -26,7 +26,7 @@ public:
         // order: the first key of a group announces the next group, whose
         // line (in a large table, long out of cache) starts loading now,
         // a group's worth of inserts before it is written.
-        if ((key & (group - 1)) == 0) prefetch(key + group);
+        if ((key & (group_size - 1)) == 0) prefetch(key + group_size);
     }
 
     const std::uint32_t* find(std::uint64_t key) const {
@@ -102,7 +102,7 @@ private:
     // must walk end to end; ids of several engines interleave, so a group
     // may hold only some of its ids and the rest of it is probe room.)
     static constexpr unsigned group_bits = 2;
-    static constexpr std::uint64_t group = std::uint64_t{1} << group_bits;
+    static constexpr std::uint64_t group_size = std::uint64_t{1} << group_bits;
     static_assert(std::size_t{1} << group_bits == buckets_per_line, "a group is one cache line");
     std::size_t home(std::uint64_t key) const {
         const std::uint64_t group = ((key >> group_bits) * 0x9E3779B97F4A7C15ull) >> (shift_ + group_bits);

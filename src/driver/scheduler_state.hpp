@@ -202,11 +202,11 @@ struct Durable {
 struct SchedulerCore::State {
     State(asio::any_io_executor ex, SchedulerOptions opts);
     ~State();
-    /// The engine's reference to `record`, from admission (`hold`) until it
-    /// lets go (`release`, which hands the reference back to drop later).
     // The engine's modes the driver relies on; again on every new engine
     // (a store's recovery makes one).
     void set_engine_modes();
+    /// The engine's reference to `record`, from admission (`hold`) until it
+    /// lets go (`release`, which hands the reference back to drop later).
     void hold(const std::shared_ptr<TaskRecord>& record);
     std::shared_ptr<TaskRecord> release(TaskRecord& record);
 

@@ -141,8 +141,6 @@ private:
             more_.emplace_back(id, std::move(waiter));
     }
 
-    // set()'s completion of a waiter: left for the thread's ResumeInPlace
-    // if it wants it, else posted now.
     // Takes every waiter, lets go of `lock` (mu_), then completes them.
     void complete_all(std::unique_lock<LightMutex>& lock) {
         std::optional<Entry> first;
@@ -154,6 +152,8 @@ private:
         for (auto& [id, w] : more) complete(w);
     }
 
+    // set()'s completion of a waiter: left for the thread's ResumeInPlace
+    // if it wants it, else posted now.
     static void complete(Waiter& w) {
         if (!ResumeInPlace::defer(w)) w(std::error_code{});
     }
