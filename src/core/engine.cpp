@@ -21,7 +21,7 @@ void Engine::State::dispatch(PoolState& p, Time now) {
     // No task ready: what the queues still hold is stale (dropped by a later
     // pop). The dispatch after a completion in an idle pool ends here,
     // without a look at every class's heads.
-    while (p.counters.running < p.capacity && p.counters.ready > 0) {
+    while (can_dispatch(p)) {
         std::optional<std::uint32_t> s;
         took_best = true;  // a due start is where it must be
         while (!s && !p.due_starts.empty()) {
@@ -91,12 +91,12 @@ void Engine::State::settle(Time now) {
         if (pools[i].autoscale_config && !handing_over) autoscale(static_cast<PoolId>(i), now);
     for (PoolState& p : pools) {
         if (!p.dirty) continue;
-        // Nothing ready, or no slot free: no dispatch to make (after most
-        // completions, and after a submission that started at once).
-        if (p.counters.ready == 0 || p.counters.running >= p.capacity)
-            p.dirty = false;
-        else
+        // A call only when the dispatch has something to do: not after most
+        // completions, nor after a submission that started at once.
+        if (can_dispatch(p))
             dispatch(p, now);
+        else
+            p.dirty = false;
     }
     if (parked_tasks) revisit_parked(now);
     if (full_pools > 0) announce_space();

@@ -423,6 +423,8 @@ struct Engine::State {
     // ---- housekeeping after every call (engine.cpp) ---------------------------
     /// Fills the pool's free slots (see engine.cpp for the order).
     void dispatch(PoolState& p, Time now);
+    /// Whether a dispatch has anything to do: a free slot and a ready task.
+    static bool can_dispatch(const PoolState& p) { return p.counters.running < p.capacity && p.counters.ready > 0; }
     /// Drops retained tasks past their retention (by age or count).
     void forget_retained(Time now);
     /// After every call: resolves dependents, autoscales, dispatches,
