@@ -82,8 +82,9 @@ void SchedulerCore::State::set_engine_modes() {
     // Without a store or a subscriber, the transitions other results imply
     // (Ready at admission, Running at each Dispatch) need no Status action
     // of their own: the record starts Ready, and on(Dispatch) records
-    // Running.
-    engine.report_implied_transitions(options.store != nullptr || subscriber_count.load(std::memory_order_relaxed) > 0);
+    // Running. subscribe() turns them on for good; a new engine comes only
+    // before the first subscriber (construction) or with a store.
+    engine.report_implied_transitions(options.store != nullptr);
     // A task without a key lets go of its record at its terminal status
     // (on(Status)): the engine forgets the pointer there too.
     engine.release_users_at_end(true);
