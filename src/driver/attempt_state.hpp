@@ -27,17 +27,37 @@ namespace cronoq::detail {
 class SchedulerCore;
 struct PoolRuntime;
 struct Attempt;
+struct TaskRecord;
 
 /// Immutable after submit; what an attempt's context shows of its task.
+/// Its fields come first in the record: what every task sets and reads,
+/// then one pointer to what few tasks have.
 struct TaskInfo {
     std::shared_ptr<const std::string> pool;  // shared: a context may outlive its scheduler
+    std::shared_ptr<const void> payload;
     std::string kind;
-    std::optional<std::string> key;
-    Tags tags;
     std::optional<std::chrono::system_clock::time_point> deadline;
     std::optional<std::chrono::nanoseconds> timeout;
-    std::optional<std::string> traceparent;
-    std::shared_ptr<const void> payload;
+    /// The request as submitted (its payload, pool and kind moved out)
+    /// when it has a key, tags or a traceparent: what the context shows of
+    /// those, and for a keyed task the other options, for
+    /// `Scheduler::retry`. Null for most tasks, so that a record stays
+    /// within few cache lines.
+    std::unique_ptr<TaskRequest> more;
+
+    bool keyed() const { return more && more->key; }
+    const std::optional<std::string>& key() const { return more ? more->key : none; }
+    const Tags& tags() const { return more ? more->tags : no_tags; }
+    const std::optional<std::string>& traceparent() const { return more ? more->traceparent : none; }
+    /// `more`, made on first use.
+    TaskRequest& request() {
+        if (!more) more = std::make_unique<TaskRequest>();
+        return *more;
+    }
+
+private:
+    static inline const std::optional<std::string> none{};
+    static inline const Tags no_tags{};
 };
 
 /// Links the records the engine holds (guarded by the engine's mutex), so
@@ -48,11 +68,8 @@ struct RecordLink {
     RecordLink* next = this;
 };
 
-/// A task's one allocation in the driver.
-struct TaskRecord final : HandleState, TaskInfo, RecordLink {
-    TaskRecord(TaskId task, std::weak_ptr<SchedulerCore> core) : HandleState(task, std::move(core)) {}
-
-    // Guarded by the engine's mutex.
+/// The driver's bookkeeping of a task, guarded by the engine's mutex.
+struct RecordState {
     /// The engine's reference, behind TaskSpec::user: set at admission,
     /// dropped when the engine lets go (terminal without a key, or Forget).
     std::shared_ptr<TaskRecord> engine_ref;
@@ -61,15 +78,20 @@ struct TaskRecord final : HandleState, TaskInfo, RecordLink {
     /// The output of a success being reported, until its Status takes it
     /// (and, with a store, its bytes).
     std::shared_ptr<const void> output;
-    std::string encoded_output;
+    Boxed<std::string> encoded_output;
     /// In a remote pool: the payload through codec<P>, made at submit off
     /// the engine's mutex; null until then (else made when a lease goes
     /// out). A pointer: most tasks run here, and the record stays small.
     std::unique_ptr<std::string> remote_payload;
-    /// A keyed task's other options, as submitted, for `Scheduler::retry`
-    /// (a retained task keeps its record only when it has a key). Null for
-    /// a task without a key: no allocation on the common path.
-    std::unique_ptr<TaskRequest> options;
+};
+
+/// A task's one allocation in the driver. In the order of use: the bases
+/// most tasks touch come first and the handle state last, whose wait list
+/// ends in a waiter's inline storage, touched only when a handle waits. In
+/// a burst of many tasks each record is out of the cache whenever it is
+/// touched, so its size is what a task's creation and end cost.
+struct TaskRecord final : TaskInfo, RecordLink, RecordState, HandleState {
+    TaskRecord(TaskId task, std::weak_ptr<SchedulerCore> core) : HandleState(task, std::move(core)) {}
 };
 
 /// The id of the task whose info this is: the info is part of its record.

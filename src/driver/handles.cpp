@@ -22,7 +22,7 @@ void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string&&
     if (claimed_.exchange(true, std::memory_order_acq_rel)) return;
     final_ = status;
     attempt_ = attempt;
-    if (!message.empty()) message_ = std::move(message);  // most outcomes have none: no call
+    if (!message.empty()) message_ = std::make_unique<std::string>(std::move(message));
     output_ = std::move(output);
     set_status(status);
     done_.store(true, std::memory_order_seq_cst);
@@ -33,7 +33,7 @@ void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string&&
 std::shared_ptr<const void> HandleState::outcome() const {
     // The caller saw `done_` set (finished(), or a wait that ended).
     assert(finished() && "outcome() before the task ended");
-    if (final_ != TaskStatus::Succeeded) throw TaskFailure(final_, attempt_, message_);
+    if (final_ != TaskStatus::Succeeded) throw TaskFailure(final_, attempt_, message_ ? *message_ : std::string());
     return output_;
 }
 

@@ -114,20 +114,17 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
     auto record = record_blocks.make<TaskRecord>(TaskId{}, self);
     record->pool = pool.name;
     if (!r.kind.empty()) record->kind = std::move(r.kind);  // most tasks have none: no call
-    record->key = std::move(r.key);
     if (!r.traceparent)
         for (const auto& [k, v] : r.tags)
             if (k == "traceparent") r.traceparent = v;
-    record->tags = std::move(r.tags);
     if (r.deadline_at) record->deadline = r.deadline_at;
     if (r.deadline_in)
         record->deadline = std::chrono::system_clock::time_point(
             std::chrono::duration_cast<std::chrono::system_clock::duration>(core::Duration(core::add_saturated(
                 std::chrono::duration_cast<core::Duration>(wall.time_since_epoch()).count(), r.deadline_in->count()))));
     record->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
-    record->traceparent = std::move(r.traceparent);
     record->payload = std::move(r.payload);
-    if (record->key) record->options = std::make_unique<TaskRequest>(std::move(r));
+    if (r.key || !r.tags.empty() || r.traceparent) record->more = std::make_unique<TaskRequest>(std::move(r));
     if (payload_bytes && pool.def.engine.remote) record->remote_payload = std::make_unique<std::string>(*payload_bytes);
     return record;
 }
@@ -136,7 +133,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
                                                              const Encoded* encoded) {
     // Only a key can name a task admitted before (its holder): without one,
     // the id is this record's task.
-    if (record->key) {
+    if (record->keyed()) {
         const std::uint64_t user = engine.user(id).value_or(0);
         if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
     }
@@ -147,12 +144,18 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
 }
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(TaskRequest& r, const Encoded* encoded) {
+    const auto now = clock->now();
+    auto handle = admit(r, encoded, now);
+    apply(now);
+    return handle;
+}
+
+SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::admit(TaskRequest& r, const Encoded* encoded, core::Time now) {
     if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
     // With a store, every caller made the bytes before the mutex (a
     // recurring occurrence's from its template's, encoded when the schedule
     // was added): none is encoded here.
     assert(!durable || encoded);
-    const auto now = clock->now();
     // Wall time matters only to map time points: read it only then.
     const auto wall = needs_wall(r) ? clock->system_now() : std::chrono::system_clock::time_point{};
     core::TaskSpec spec;
@@ -163,17 +166,12 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(Task
     auto id = engine.submit(spec, now);
     if (!id) {
         // Not consumed: a waiting submitter tries again with it.
-        if (record->options) r = std::move(*record->options);
+        if (record->more) r = std::move(*record->more);
         r.kind = std::move(record->kind);
-        r.key = std::move(record->key);
-        r.tags = std::move(record->tags);
-        r.traceparent = std::move(record->traceparent);
         r.payload = std::move(record->payload);
         return {id.error(), id.message()};
     }
-    auto handle = admitted(id.value(), std::move(record), encoded);
-    apply(now);
-    return handle;
+    return admitted(id.value(), std::move(record), encoded);
 }
 
 std::optional<TaskId> SchedulerCore::State::resolve(const TaskRef& ref) const {
@@ -325,14 +323,19 @@ void submit_each(SchedulerCore::State& s, std::size_t n, Request&& request, Sche
             if (s.needs_encoding(request(i))) encoded[i].emplace(s.encode(request(i)));
     }
     SchedulerCore::State::Step step(s);
+    // One instant for the whole batch, and its actions applied once: a
+    // clock read and a pass over the engine's actions are needed once per
+    // batch, not once per task.
+    const auto now = s.clock->now();
     for (std::size_t i = 0; i < n; ++i) {
         const auto* bytes = encoded.empty() || !encoded[i] ? nullptr : &*encoded[i];
         if (bytes && !*bytes) {
             sink(results, SubmitResult<std::shared_ptr<HandleState>>(bytes->error(), bytes->message()));
             continue;
         }
-        sink(results, s.submit_one(request(i), bytes ? &bytes->value() : nullptr));
+        sink(results, s.admit(request(i), bytes ? &bytes->value() : nullptr, now));
     }
+    s.apply(now);
 }
 
 }  // namespace

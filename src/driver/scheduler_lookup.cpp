@@ -20,7 +20,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::Ta
     auto record = std::make_shared<TaskRecord>(row.id, self);
     record->pool = std::make_shared<const std::string>(row.pool);
     record->kind = row.kind;
-    record->key = row.key;
+    if (row.key) record->request().key = row.key;
     std::shared_ptr<const void> output;
     if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
         try {
@@ -98,14 +98,11 @@ std::shared_ptr<HandleState> SchedulerCore::retry(const TaskRef& ref) {
         const auto status = old ? s.engine.status(*old) : std::nullopt;
         if (status && !retryable(*status)) return nullptr;
         TaskRecord* record = status ? from_user(s.engine.user(*old).value_or(0)) : nullptr;
-        if (record && record->options) {
-            TaskRequest r = *record->options;
+        if (record && record->keyed()) {
+            TaskRequest r = *record->more;
             r.payload = record->payload;
             r.pool = *record->pool;
             r.kind = record->kind;
-            r.key = record->key;
-            r.tags = record->tags;
-            r.traceparent = record->traceparent;
             auto handle = s.resubmit_one(*old, r);
             if (!handle) throw SubmitException(handle.error(), handle.message());
             return std::move(handle).value();

@@ -95,8 +95,8 @@ void SchedulerCore::State::dispatch_remote(core::Dispatch& d, TaskRecord& record
             return;
         }
         out.kind = r.kind;
-        out.key = r.key.value_or(std::string{});
-        out.tags = r.tags;
+        out.key = r.key().value_or(std::string{});
+        out.tags = r.tags();
         out.timeout = timeout;
         if (r.deadline) out.deadline_unix_ns = unix_ns(*r.deadline);
         to_session("lease", [&] { session->lease(std::move(out)); });

@@ -376,6 +376,9 @@ struct SchedulerCore::State {
     /// can try again with it. With a store, `encoded` is its bytes, made
     /// by the caller before the mutex (required).
     SubmitResult<std::shared_ptr<HandleState>> submit_one(TaskRequest& r, const Encoded* encoded = nullptr);
+    /// As submit_one, at `now`, leaving the engine's actions to the
+    /// caller's apply(now): a batch admits its tasks at one instant.
+    SubmitResult<std::shared_ptr<HandleState>> admit(TaskRequest& r, const Encoded* encoded, core::Time now);
     std::optional<TaskId> resolve(const TaskRef& ref) const;
     /// Admits `r` as a new task in place of the ended task `old`
     /// (`Scheduler::retry`): the key moves to it (SPEC §14).

@@ -201,7 +201,7 @@ void SchedulerCore::State::serve_ends(core::Time now) {
         const bool live = engine.complete(a.lease, to_outcome(end.output), now);
         if (live) {
             a.record->output = std::move(end.output.value);
-            a.record->encoded_output = end.output.encoded ? std::move(*end.output.encoded) : std::string();
+            a.record->encoded_output = std::move(end.output.encoded);
             if (a.record->live.get() == &a) a.record->live.reset();
             // Not live: the engine abandoned the attempt, and what it threw
             // on the way out (operation_aborted) is expected, not a panic.
@@ -244,7 +244,7 @@ void SchedulerCore::State::serve_remote(RemoteEnd& end, core::Time now) {
     Attempt& a = *it->second;
     if (end.kind == RemoteEnd::Kind::Ended) {
         a.record->output = std::move(end.output.value);
-        a.record->encoded_output = end.output.encoded ? std::move(*end.output.encoded) : std::string();
+        a.record->encoded_output = std::move(end.output.encoded);
     }
     if (a.record->live == it->second) a.record->live.reset();
     remote_leases.erase(it);
@@ -355,7 +355,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     record->set_status(s.status);
     if (durable) write_status(s, *record, now, wall);
     if (subscriber_count.load(std::memory_order_relaxed) > 0)
-        deferred.emplace_back(StatusEvent{s.task, record->key, *record->pool, record->kind, s.status, s.attempt,
+        deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message});
     if (!is_terminal(s.status)) return;
     if (s.status == TaskStatus::Failed || s.status == TaskStatus::DeadLettered)
@@ -369,10 +369,10 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     if (!s.message.empty()) f.message = std::move(s.message);  // a success has none: no call
     if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output);
     record->output.reset();
-    record->encoded_output.clear();
+    record->encoded_output = std::nullopt;
     // A keyed task's record stays while the engine retains the task, so
     // that a resubmitted key gets a handle to its outcome (until Forget).
-    if (record->key) {
+    if (record->keyed()) {
         f.record = record->engine_ref;
     } else {
         // The engine has let go of the pointer (release_users_at_end).

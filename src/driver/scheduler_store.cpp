@@ -53,7 +53,7 @@ void SchedulerCore::State::write_admission(TaskId id, const TaskRecord& record, 
     if (!durable->writing) return;
     store::TaskRow row;
     row.id = id;
-    row.key = record.key;
+    row.key = record.key();
     row.pool = *record.pool;
     row.kind = record.kind;
     row.status = engine.status(id).value_or(TaskStatus::Ready);
@@ -73,7 +73,7 @@ void SchedulerCore::State::write_status(const core::Status& s, TaskRecord& recor
     t.last_error = s.message;
     t.updated_at = wall + std::chrono::duration_cast<store::WallTime::duration>(s.at - now);
     t.run_at = wall_of(s.until, now, wall);
-    if (s.status == TaskStatus::Succeeded && record.output) t.output = record.encoded_output;
+    if (s.status == TaskStatus::Succeeded && record.output) t.output = record.encoded_output ? *record.encoded_output : std::string();
     durable->batch.changes.emplace_back(std::move(t));
 }
 
@@ -252,7 +252,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
         }
         // A remote pool's leases carry the same codec<P> bytes as the row.
         auto record = make_record(spec.pool, std::move(r), wall, &row.payload);
-        if (record->options) relative_to_submission(*record->options, row.submitted_at);  // for a retry
+        if (record->keyed()) relative_to_submission(*record->more, row.submitted_at);  // for a retry
         record->assign_id(row.id);
         record->set_status(row.status);
         if (is_terminal(row.status)) record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
@@ -271,7 +271,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
         }
         hold(records[i]);
         // As for a task that ends here: a finished one without a key keeps no record.
-        if (is_terminal(tasks[i].status) && !records[i]->key) {
+        if (is_terminal(tasks[i].status) && !records[i]->keyed()) {
             engine.release_user(tasks[i].id);
             release(*records[i]);
         }

@@ -50,18 +50,18 @@ LeaseId TaskContext::lease() const { return state_->lease; }
 std::uint32_t TaskContext::attempt() const { return state_->attempt; }
 const std::string& TaskContext::pool() const { return *state_->task->pool; }
 const std::string& TaskContext::kind() const { return state_->task->kind; }
-const std::optional<std::string>& TaskContext::key() const { return state_->task->key; }
-const Tags& TaskContext::tags() const { return state_->task->tags; }
+const std::optional<std::string>& TaskContext::key() const { return state_->task->key(); }
+const Tags& TaskContext::tags() const { return state_->task->tags(); }
 
 std::optional<std::string> TaskContext::tag(std::string_view name) const {
-    for (const auto& [k, v] : state_->task->tags)
+    for (const auto& [k, v] : state_->task->tags())
         if (k == name) return v;
     return std::nullopt;
 }
 
 std::optional<std::chrono::system_clock::time_point> TaskContext::deadline() const { return state_->task->deadline; }
 std::optional<std::chrono::nanoseconds> TaskContext::timeout() const { return state_->task->timeout; }
-const std::optional<std::string>& TaskContext::traceparent() const { return state_->task->traceparent; }
+const std::optional<std::string>& TaskContext::traceparent() const { return state_->task->traceparent(); }
 
 bool TaskContext::is_cancelled() const { return state_->cancel.is_cancelled(); }
 

@@ -48,6 +48,8 @@ public:
     bool cancel();
 
 private:
+    // Packed, in the order a task's end touches them; the wait list last
+    // (see WaitList).
     TaskId id_;
     std::weak_ptr<SchedulerCore> core_;
     std::atomic<TaskStatus> status_{TaskStatus::Ready};
@@ -56,10 +58,10 @@ private:
     // blocking waiter parks (parking.hpp), counted in `sleepers_`.
     std::atomic<bool> claimed_{false};
     std::atomic<bool> done_{false};
-    std::atomic<std::uint32_t> sleepers_{0};
     TaskStatus final_ = TaskStatus::Ready;
+    std::atomic<std::uint32_t> sleepers_{0};
     std::uint32_t attempt_ = 0;
-    std::string message_;
+    std::unique_ptr<std::string> message_;  // a pointer: most outcomes have none
     std::shared_ptr<const void> output_;
     WaitList done_waits_;
 };

@@ -53,7 +53,7 @@ public:
     void set() {
         std::unique_lock lock(mu_);
         set_ = true;
-        if (!first_ && more_.empty()) return;  // nobody waits: most often so
+        if (!first_ && !more_) return;  // nobody waits: most often so
         complete_all(lock);
     }
 
@@ -135,21 +135,23 @@ private:
                 if (Waiter w = self->remove(id)) w(asio::error::operation_aborted);
             });
         }
-        if (!first_)
-            first_.emplace(id, std::move(waiter));
-        else
-            more_.emplace_back(id, std::move(waiter));
+        if (!first_) {
+            first_id_ = id;
+            first_ = std::move(waiter);
+        } else {
+            if (!more_) more_ = std::make_unique<std::vector<Entry>>();
+            more_->emplace_back(id, std::move(waiter));
+        }
     }
 
     // Takes every waiter, lets go of `lock` (mu_), then completes them.
     void complete_all(std::unique_lock<LightMutex>& lock) {
-        std::optional<Entry> first;
-        std::vector<Entry> more;
-        first.swap(first_);
-        more.swap(more_);
+        Waiter first = std::move(first_);
+        std::unique_ptr<std::vector<Entry>> more = std::move(more_);
         lock.unlock();
-        if (first) complete(first->second);
-        for (auto& [id, w] : more) complete(w);
+        if (first) complete(first);
+        if (more)
+            for (auto& [id, w] : *more) complete(w);
     }
 
     // set()'s completion of a waiter: left for the thread's ResumeInPlace
@@ -160,16 +162,13 @@ private:
 
     Waiter remove(std::uint64_t id) {
         std::lock_guard lock(mu_);
-        if (first_ && first_->first == id) {
-            Waiter w = std::move(first_->second);
-            first_.reset();
-            return w;
-        }
+        if (first_ && first_id_ == id) return std::move(first_);
         // Few waiters wait on one flag: a linear search beats a tree.
-        auto it = std::find_if(more_.begin(), more_.end(), [id](const auto& w) { return w.first == id; });
-        if (it == more_.end()) return {};
+        if (!more_) return {};
+        auto it = std::find_if(more_->begin(), more_->end(), [id](const auto& w) { return w.first == id; });
+        if (it == more_->end()) return {};
         Waiter w = std::move(it->second);
-        more_.erase(it);
+        more_->erase(it);
         return w;
     }
 
@@ -177,10 +176,14 @@ private:
     mutable LightMutex mu_;
     bool set_ = false;
     std::uint64_t next_id_ = 0;
+    std::unique_ptr<std::vector<Entry>> more_;  // a pointer: a second waiter is rare
     // Most lists have one waiter at a time (a handle's result, a submitter's
-    // turn): it is kept inline, so waiting allocates nothing.
-    std::optional<Entry> first_;
-    std::vector<Entry> more_;
+    // turn): it is kept inline, so waiting allocates nothing. Last: a list
+    // made and ended without a waiter touches only its first word (and a
+    // list that ends an object, as a task's record, costs that object no
+    // cache line for the callable's storage).
+    std::uint64_t first_id_ = 0;
+    Waiter first_;
 };
 
 }  // namespace cronoq::detail
