@@ -46,13 +46,39 @@ TEST(BlockPool, KeepsAtMostItsBoundOfFreeBlocks) {
     OwnedPool pool(block, 10 * block);
     std::vector<std::shared_ptr<Counted>> made;
     for (int i = 0; i < 100; ++i) made.push_back(pool.make<Counted>(live, i));
-    made.clear();  // 10 kept, 90 back to the heap
+    made.clear();  // the first freed is the spare, 10 kept on the lists, 89 back to the heap
     EXPECT_EQ(live.load(), 0);
+    EXPECT_TRUE(pool.pool().has_spare());
     EXPECT_EQ(pool.pool().kept(), 10u);
     for (int i = 0; i < 4; ++i) made.push_back(pool.make<Counted>(live, i));
-    EXPECT_EQ(pool.pool().kept(), 6u);  // four taken back out
+    EXPECT_FALSE(pool.pool().has_spare());
+    EXPECT_EQ(pool.pool().kept(), 7u);  // four taken back out: the spare, then three
     made.clear();
+    EXPECT_TRUE(pool.pool().has_spare());
     EXPECT_EQ(pool.pool().kept(), 10u);
+}
+
+TEST(BlockPool, ABlockAtATimeGoesBackAndForthThroughTheSparePlace) {
+    if (!recycle_blocks) GTEST_SKIP() << "under AddressSanitizer every block is a fresh allocation";
+    std::atomic<int> live{0};
+    OwnedPool pool(shared_block_size<Counted>);
+    auto a = pool.make<Counted>(live, 1);
+    const void* block = a.get();
+    for (int i = 0; i < 3; ++i) {
+        a.reset();
+        EXPECT_TRUE(pool.pool().has_spare());
+        EXPECT_EQ(pool.pool().kept(), 0u);  // the lists never see it
+        a = pool.make<Counted>(live, i);
+        EXPECT_FALSE(pool.pool().has_spare());
+        EXPECT_EQ(a.get(), block);
+    }
+    // A second block freed while the first waits there goes to the lists.
+    auto b = pool.make<Counted>(live, 9);
+    a.reset();
+    b.reset();
+    EXPECT_TRUE(pool.pool().has_spare());
+    EXPECT_EQ(pool.pool().kept(), 1u);
+    EXPECT_EQ(live.load(), 0);
 }
 
 TEST(BlockPool, ObjectsOutliveTheirPoolsOwner) {
