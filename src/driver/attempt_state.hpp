@@ -38,8 +38,8 @@ struct TaskInfo {
     std::string kind;
     std::optional<std::chrono::system_clock::time_point> deadline;
     std::optional<std::chrono::nanoseconds> timeout;
-    /// The request as submitted (its payload, pool and kind moved out)
-    /// when it has a key, tags or a traceparent: what the context shows of
+    /// The request as submitted (its payload and kind moved out) when it
+    /// has a key, tags or a traceparent: what the context shows of
     /// those, and for a keyed task the other options, for
     /// `Scheduler::retry`. Null for most tasks, so that a record stays
     /// within few cache lines.

@@ -20,10 +20,11 @@
 //
 // Beside the lists, one *spare* block: a block freed while the spare place
 // is empty goes there (one compare-exchange), and the next allocation takes
-// it back with a plain load and store. A block in the spare place still counts as given out,
-// so neither its freeing nor its reuse touches the lists' counts or the
-// pool's references: with a task at a time (a round trip), a record or an
-// attempt goes back and forth there for 1 atomic operation instead of 6.
+// it back with a plain load and store. A block in the spare place still
+// counts as given out, so neither its freeing nor its reuse touches the
+// lists' counts or the pool's references: with a task at a time (a round
+// trip), a record or an attempt goes back and forth there for 1 atomic
+// operation instead of 6.
 // The owner's release closes the spare place and sends its block home.
 //
 // Under AddressSanitizer every block is a fresh allocation, so that a use

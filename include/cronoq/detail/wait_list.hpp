@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <system_error>
 #include <type_traits>
 #include <utility>
