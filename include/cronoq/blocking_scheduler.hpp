@@ -32,13 +32,15 @@ public:
     TaskStatus status() const { return handle_.status(); }
     bool cancel() { return handle_.cancel(); }
     /// Blocks until the task ends; its output, or throws TaskFailure.
-    std::shared_ptr<const O> get() { return std::static_pointer_cast<const O>(*detail::Access::state(handle_)->wait_blocking(std::nullopt)); }
+    std::shared_ptr<const O> get() {
+        return std::static_pointer_cast<const O>(*detail::HandleState::wait_blocking(detail::Access::state(handle_), std::nullopt));
+    }
     /// As `get`, but empty if the task has not ended within `d` (any
     /// `std::chrono::duration`, saturated into nanoseconds: a wait too long
     /// to express on `steady_clock` waits until the task ends).
     template <class Rep, class Period>
     std::optional<std::shared_ptr<const O>> get_for(std::chrono::duration<Rep, Period> d) {
-        auto out = detail::Access::state(handle_)->wait_blocking(saturating_ns(d));
+        auto out = detail::HandleState::wait_blocking(detail::Access::state(handle_), saturating_ns(d));
         if (!out) return std::nullopt;
         return std::static_pointer_cast<const O>(*out);
     }

@@ -25,7 +25,7 @@ namespace cronoq {
 template <class P>
 class Task {
 public:
-    explicit Task(P payload) { state_.payload = std::make_shared<const P>(std::move(payload)); }
+    explicit Task(P payload) { state_.payload = detail::ErasedValue::make(std::move(payload)); }
     static Task from_shared(std::shared_ptr<const P> payload) { return Task(std::move(payload), shared_tag{}); }
 
     /// The pool to run in; default: the first pool declared.
@@ -112,7 +112,7 @@ public:
 private:
     friend struct detail::Access;
     struct shared_tag {};
-    Task(std::shared_ptr<const P> payload, shared_tag) { state_.payload = std::move(payload); }
+    Task(std::shared_ptr<const P> payload, shared_tag) { state_.payload = std::shared_ptr<const void>(std::move(payload)); }
     detail::TaskState state_;
 };
 

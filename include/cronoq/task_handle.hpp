@@ -54,7 +54,7 @@ public:
             auto done = detail::WaitList::async_wait(detail::HandleState::done_waits(state), asio::use_awaitable);
             co_await std::move(done);
         }
-        co_return std::static_pointer_cast<const O>(state->outcome());
+        co_return std::static_pointer_cast<const O>(detail::HandleState::outcome(state));
     }
 
 private:

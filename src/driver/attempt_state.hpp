@@ -34,7 +34,7 @@ struct TaskRecord;
 /// then one pointer to what few tasks have.
 struct TaskInfo {
     std::shared_ptr<const std::string> pool;  // shared: a context may outlive its scheduler
-    std::shared_ptr<const void> payload;
+    ErasedValue payload;  ///< an attempt gets it shared with the record (`payload.share`)
     std::string kind;
     std::optional<std::chrono::system_clock::time_point> deadline;
     std::optional<std::chrono::nanoseconds> timeout;
@@ -77,7 +77,7 @@ struct RecordState {
     std::shared_ptr<Attempt> live;
     /// The output of a success being reported, until its Status takes it
     /// (and, with a store, its bytes).
-    std::shared_ptr<const void> output;
+    ErasedValue output;
     Boxed<std::string> encoded_output;
     /// In a remote pool: the payload through codec<P>, made at submit off
     /// the engine's mutex; null until then (else made when a lease goes

@@ -16,7 +16,7 @@ namespace cronoq {
 
 namespace detail {
 
-void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string&& message, std::shared_ptr<const void> output) {
+void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string&& message, ErasedValue output) {
     // The first caller writes the outcome; readers read it only once they
     // see `done_` (acquire), so no lock is needed.
     if (claimed_.exchange(true, std::memory_order_acq_rel)) return;
@@ -30,21 +30,26 @@ void HandleState::finish(TaskStatus status, std::uint32_t attempt, std::string&&
     done_waits_.set();
 }
 
-std::shared_ptr<const void> HandleState::outcome() const {
+std::shared_ptr<const void> HandleState::outcome(const std::shared_ptr<HandleState>& state) {
+    const HandleState& s = *state;
     // The caller saw `done_` set (finished(), or a wait that ended).
-    assert(finished() && "outcome() before the task ended");
-    if (final_ != TaskStatus::Succeeded) throw TaskFailure(final_, attempt_, message_ ? *message_ : std::string());
-    return output_;
+    assert(s.finished() && "outcome before the task ended");
+    if (s.final_ != TaskStatus::Succeeded) throw TaskFailure(s.final_, s.attempt_, s.message_ ? *s.message_ : std::string());
+    // Written once, before `done_`: an output held in place stays as it is
+    // for as long as the state lives.
+    return s.output_.share(state);
 }
 
-std::optional<std::shared_ptr<const void>> HandleState::wait_blocking(std::optional<std::chrono::nanoseconds> timeout) {
-    if (!done_.load(std::memory_order_acquire)) {
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+std::optional<std::shared_ptr<const void>> HandleState::wait_blocking(const std::shared_ptr<HandleState>& state,
+                                                                      std::optional<std::chrono::nanoseconds> timeout) {
+    HandleState& s = *state;
+    if (!s.done_.load(std::memory_order_acquire)) {
+        s.sleepers_.fetch_add(1, std::memory_order_seq_cst);
         struct Leave {
             std::atomic<std::uint32_t>& n;
             ~Leave() { n.fetch_sub(1, std::memory_order_seq_cst); }
-        } leave{sleepers_};
-        const auto done = [this] { return done_.load(std::memory_order_seq_cst); };
+        } leave{s.sleepers_};
+        const auto done = [&s] { return s.done_.load(std::memory_order_seq_cst); };
         // wait_until adds nothing, but a deadline computed from now() and a
         // long timeout overflows into the past and returns at once: a
         // deadline beyond the clock's range is no deadline.
@@ -52,12 +57,12 @@ std::optional<std::shared_ptr<const void>> HandleState::wait_blocking(std::optio
         const auto room = std::chrono::steady_clock::time_point::max() - start;
         if (timeout && *timeout < room) {
             const auto deadline = start + std::max(*timeout, std::chrono::nanoseconds::zero());
-            if (!parking::park_until(this, deadline, done)) return std::nullopt;
+            if (!parking::park_until(&s, deadline, done)) return std::nullopt;
         } else {
-            parking::park(this, done);
+            parking::park(&s, done);
         }
     }
-    return outcome();
+    return outcome(state);
 }
 
 bool HandleState::cancel() {

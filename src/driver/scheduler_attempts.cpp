@@ -132,7 +132,7 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         // it here to report.
         attempt->pool->def.executor.spawn(attempt->pool->lane(attempt->lease), attempt->signal.slot(),
                                           Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
-                                          attempt->task->payload, AttemptCompletion(std::move(core), attempt));
+                                          attempt->task->payload.share(attempt->task), AttemptCompletion(std::move(core), attempt));
         attempt->spawned.store(true, std::memory_order_release);
         // Ended already: Asio's cancellation handlers for the coroutine
         // (one in the slot, one in the proxy slot co_spawn made) go back to

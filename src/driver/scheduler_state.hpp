@@ -127,7 +127,7 @@ struct Finish {  // a handle's terminal outcome
     TaskStatus status = TaskStatus::Ready;
     std::uint32_t attempt = 0;
     std::string message;
-    std::shared_ptr<const void> output;
+    ErasedValue output;
 };
 struct Drained {};  // shutdown is complete: wake its waiters
 struct Ack {        // a submitter or `flush` waiting for the step's commit

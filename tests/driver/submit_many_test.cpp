@@ -124,7 +124,7 @@ TEST(SubmitMany, EachTaskKeepsItsOwnOptions) {
     EXPECT_EQ(c.kind, "a");
     EXPECT_EQ(c.timeout, std::chrono::nanoseconds(3s));
     EXPECT_EQ(c.key, "one");
-    EXPECT_EQ(*std::static_pointer_cast<const int>(c.payload), 1);
+    EXPECT_EQ(*static_cast<const int*>(c.payload.get()), 1);
 }
 
 TEST(SubmitMany, BlockingSchedulerToo) {

@@ -3,6 +3,7 @@
 // executor to the driver core, so that the core compiles once. Tasks travel
 // as `TaskRequest` (task_request.hpp), which needs no Asio.
 #include <cronoq/core/task_spec.hpp>
+#include <cronoq/detail/erased_value.hpp>
 #include <cronoq/detail/immediate_executor.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/result.hpp>
@@ -92,7 +93,7 @@ private:
 
 /// What one attempt produced: an output (null for `void`) or an error.
 struct AttemptOutput {
-    std::shared_ptr<const void> value;
+    ErasedValue value;
     Boxed<TaskError> error;
     Boxed<std::string> encoded;  ///< with a store: `value` through codec<O> (a remote worker's bytes as they came)
 };
@@ -103,7 +104,7 @@ AttemptOutput erase_result(Result<O>&& r) {
     if constexpr (std::is_void_v<O>)
         return {};
     else
-        return {std::make_shared<const O>(std::move(r).value()), std::nullopt, std::nullopt};
+        return {ErasedValue::make(std::move(r).value()), std::nullopt, std::nullopt};
 }
 
 class SchedulerCore;

@@ -1,5 +1,6 @@
 #pragma once
 // The state a task's handles share with the driver core.
+#include <cronoq/detail/erased_value.hpp>
 #include <cronoq/detail/parking.hpp>
 #include <cronoq/detail/wait_list.hpp>
 #include <cronoq/ids.hpp>
@@ -30,20 +31,21 @@ public:
     void set_status(TaskStatus s) { status_.store(s, std::memory_order_release); }
 
     /// Records the terminal outcome once and wakes every waiter.
-    void finish(TaskStatus status, std::uint32_t attempt, std::string&& message, std::shared_ptr<const void> output);
+    void finish(TaskStatus status, std::uint32_t attempt, std::string&& message, ErasedValue output);
 
     /// Set once the task has its terminal outcome. Lives inside the state
     /// (no allocation of its own); `state` keeps it alive while awaited.
     static std::shared_ptr<WaitList> done_waits(const std::shared_ptr<HandleState>& state) {
         return std::shared_ptr<WaitList>(state, &state->done_waits_);
     }
-    /// Whether the terminal outcome is recorded (`outcome()` may be read).
+    /// Whether the terminal outcome is recorded (`outcome` may be read).
     bool finished() const { return done_.load(std::memory_order_acquire); }
-    /// Precondition: terminal. The output if Succeeded; otherwise throws
-    /// TaskFailure.
-    std::shared_ptr<const void> outcome() const;
-    /// Blocks the calling thread; empty on timeout. Throws TaskFailure.
-    std::optional<std::shared_ptr<const void>> wait_blocking(std::optional<std::chrono::nanoseconds> timeout);
+    /// Precondition: terminal. The output if Succeeded (an output held in
+    /// place shares `state`); otherwise throws TaskFailure.
+    static std::shared_ptr<const void> outcome(const std::shared_ptr<HandleState>& state);
+    /// Blocks the calling thread; empty on timeout. Then as `outcome`.
+    static std::optional<std::shared_ptr<const void>> wait_blocking(const std::shared_ptr<HandleState>& state,
+                                                                    std::optional<std::chrono::nanoseconds> timeout);
 
     bool cancel();
 
@@ -62,7 +64,7 @@ private:
     std::atomic<std::uint32_t> sleepers_{0};
     std::uint32_t attempt_ = 0;
     std::unique_ptr<std::string> message_;  // a pointer: most outcomes have none
-    std::shared_ptr<const void> output_;
+    ErasedValue output_;
     WaitList done_waits_;
 };
 
