@@ -4,6 +4,8 @@
 //                                  result(), one task at a time, one thread
 //   BM_AsioCoSpawnBaseline         the same trivial coroutine co_spawned and
 //                                  awaited, one at a time, one thread
+//   BM_DriverRoundTripSharedValues BM_DriverRoundTrip with a payload and an
+//                                  output too large to be held in place
 //   BM_DriverThroughput/<n>        100 000 tasks submitted with one
 //                                  try_submit_many, then every result awaited;
 //                                  io_context run by n threads, 64 slots
@@ -89,7 +91,8 @@ Sched make_scheduler(asio::io_context& io, std::size_t workers) {
 // Sum of 0..n-1: what every batch must add up to.
 constexpr std::int64_t expected_sum(int n) { return static_cast<std::int64_t>(n) * (n - 1) / 2; }
 
-void shut_down(asio::io_context& io, Sched& sched) {
+template <class S>
+void shut_down(asio::io_context& io, S& sched) {
     auto stop = [sched]() mutable -> asio::awaitable<void> {
         auto op = sched.shutdown(0s);
         co_await std::move(op);
@@ -220,6 +223,43 @@ void BM_DriverRoundTrip(benchmark::State& state) {
     shut_down(io, sched);
 }
 BENCHMARK(BM_DriverRoundTrip);
+
+// ---- BM_DriverRoundTripSharedValues -------------------------------------------
+
+// A payload and an output too large to be held in place (24 bytes; see
+// detail/erased_value.hpp): each is an allocation of its own, as any
+// payload or output that is not small and trivially copyable is.
+struct Wide {
+    std::int64_t value = 0;
+    std::int64_t more[2] = {0, 0};
+};
+using WideSched = cronoq::Scheduler<Wide, Wide>;
+
+asio::awaitable<cronoq::Result<Wide>> echo_wide(cronoq::TaskContext, std::shared_ptr<const Wide> x) { co_return *x; }
+
+asio::awaitable<std::int64_t> wide_round_trips(WideSched sched, int n) {
+    std::int64_t sum = 0;
+    for (int i = 0; i < n; ++i) {
+        auto submitted = sched.try_submit(cronoq::Task<Wide>(Wide{i}));
+        if (!submitted) throw std::runtime_error("try_submit: " + submitted.message());
+        auto wait = submitted.value().result();
+        std::shared_ptr<const Wide> out = co_await std::move(wait);
+        sum += out->value;
+    }
+    co_return sum;
+}
+
+// BM_DriverRoundTrip with shared values: what they cost beside it.
+void BM_DriverRoundTripSharedValues(benchmark::State& state) {
+    asio::io_context io(1);
+    WideSched sched = WideSched::builder()
+                          .pool(cronoq::Pool<Wide, Wide>("bench").workers(1, 1, 1).executor_fn(echo_wide))
+                          .build(io.get_executor());
+    round_trip_batches(
+        state, io, warmup_batches, [&](int n) { return wide_round_trips(sched, n); }, [](bool) {});
+    shut_down(io, sched);
+}
+BENCHMARK(BM_DriverRoundTripSharedValues);
 
 // ---- BM_AsioCoSpawnBaseline ---------------------------------------------------
 
