@@ -105,8 +105,11 @@ public:
     }
     /// Whether `p` is one of the region's blocks (kept when freed).
     bool in_region(const void* p) const noexcept {
-        const auto* b = static_cast<const char*>(p);
-        return b >= region_ && b < region_end_;
+        // As integers: blocks from the heap are no part of the region's
+        // object, and comparing pointers into different objects is not
+        // defined.
+        const auto b = reinterpret_cast<std::uintptr_t>(p);
+        return b >= reinterpret_cast<std::uintptr_t>(region_) && b < reinterpret_cast<std::uintptr_t>(region_end_);
     }
 
     /// Under the engine's mutex only. Throws std::bad_alloc.
