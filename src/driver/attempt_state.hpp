@@ -15,7 +15,6 @@
 
 #include <asio/cancellation_signal.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -127,12 +126,6 @@ struct Attempt final : AttemptState, RunningLink {
     /// remote attempt has no coroutine: its end is the worker's report).
     WorkerId worker{};
     asio::cancellation_signal signal;
-    /// Set once `co_spawn` has connected `signal` (on the attempt's lane).
-    /// An abort emits the signal only when it reads this set: the lane
-    /// already orders the two, and the flag states that order where
-    /// ThreadSanitizer can see it (it reported the pair under load, as a
-    /// race between the slot co_spawn installs and the abort's emit).
-    std::atomic<bool> spawned{false};
     /// Set by its completion when the coroutine ended inside the spawn
     /// (it never suspended); read by the start after the spawn, on the
     /// same thread.

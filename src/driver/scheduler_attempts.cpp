@@ -24,6 +24,10 @@ namespace {
 // application's may be below.
 thread_local const Attempt* spawning = nullptr;
 
+// The attempt whose lane a run on this thread is dispatching to: its
+// handler, run inline by that dispatch, starts it in the run.
+thread_local const Attempt* entering = nullptr;
+
 // One start_all's run on this thread. The attempts that end inside their
 // start leave their ends here, to be served together in one step once every
 // start of the run is made; what that step (or an executor calling the
@@ -82,12 +86,27 @@ void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::s
                 start(core, std::move(a));
                 continue;
             }
-            auto go = [core, a]() mutable { start_all(std::move(core), std::move(a)); };
+            // Another lane: dispatched to it. Asio runs the handler here
+            // and now if the lane is free and this thread runs its
+            // executor (the handler then holds the lane, and the attempt
+            // starts in this run); else it is queued there, and starts in
+            // a run of its own.
+            auto go = [core, a]() mutable {
+                if (entering == a.get()) {
+                    entering = nullptr;
+                    return start(std::move(core), std::move(a));
+                }
+                start_all(std::move(core), std::move(a));
+            };
+            entering = a.get();
             try {
-                asio::dispatch(lane, std::move(go));  // another thread's lane: queued there
-            } catch (...) {                           // the handler could not be allocated
+                asio::dispatch(lane, std::move(go));
+            } catch (...) {  // the handler could not be allocated
+                entering = nullptr;
                 end_attempt(core, std::move(a), std::current_exception(), {});
+                continue;
             }
+            entering = nullptr;
         }
         // The attempts that ended inside their start: one step serves them
         // all, as it serves a single end (post_end).
@@ -133,7 +152,6 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         attempt->pool->def.executor.spawn(attempt->pool->lane(attempt->lease), attempt->signal.slot(),
                                           Access::make<TaskContext>(std::shared_ptr<AttemptState>(attempt)),
                                           attempt->task->payload.share(attempt->task), AttemptCompletion(std::move(core), attempt));
-        attempt->spawned.store(true, std::memory_order_release);
         // Ended already: Asio's cancellation handlers for the coroutine
         // (one in the slot, one in the proxy slot co_spawn made) go back to
         // its recycling allocator now, for the next start to take, instead

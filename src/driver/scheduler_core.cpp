@@ -2,6 +2,7 @@
 // scheduler_state.hpp), so what it changes is delivered before it returns.
 #include <cronoq/config_error.hpp>
 #include <cronoq/cron_expr.hpp>
+#include <cronoq/detail/executor_target.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/logging.hpp>
 #include <cronoq/snapshot.hpp>
@@ -211,7 +212,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         PoolRuntime& p = state->pools.emplace_back();
         p.executor = d.run_on ? *d.run_on : executor;
         p.name = std::make_shared<const std::string>(d.engine.name);
-        const auto* io = p.executor.target<asio::io_context::executor_type>();
+        const auto* io = target_of<asio::io_context::executor_type>(p.executor);
         if (io && runs_on_one_thread(io->context())) {
             p.lanes.push_back(p.executor);
         } else {

@@ -342,10 +342,9 @@ void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_cl
         if (const auto& abort = found->pool->def.executor.abort)
             contained("the executor's abort", *found, [&] { abort(lease); });
         found->cancel.cancel();  // contains its callbacks
-        // Not spawned yet: the start, after this on the lane, sees the
-        // cancellation and never spawns.
-        if (found->spawned.load(std::memory_order_acquire))
-            contained("cancellation of the coroutine", *found, [&] { found->signal.emit(asio::cancellation_type::terminal); });
+        // Not started yet, the signal has no handler: the start, after this
+        // on the lane, sees the cancellation and never spawns.
+        contained("cancellation of the coroutine", *found, [&] { found->signal.emit(asio::cancellation_type::terminal); });
     });
 }
 

@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <asio/post.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <atomic>
 #include <thread>
+#include <vector>
 
 namespace executor_fn_test {
 
@@ -154,6 +161,30 @@ TEST(ExecutorFn, RunOnPlacesAttemptsOnThePoolsExecutor) {
     EXPECT_EQ(h.status(), cronoq::TaskStatus::Succeeded);
     EXPECT_NE(ran_on, std::this_thread::get_id());
     EXPECT_EQ(*cronoq::test::run(io, h.result()), 5);
+}
+
+// A pool may run on an executor of any kind, here a thread pool's: its
+// attempts get strands of that executor as lanes.
+TEST(ExecutorFn, RunOnAThreadPoolsExecutor) {
+    asio::io_context io;
+    asio::thread_pool workers(2);
+    std::atomic<int> off_io{0};
+    auto sched = Sched::builder()
+                     .pool(Pool<int, int>("pooled")
+                               .workers(1, 4, 4)
+                               .run_on(workers.get_executor())
+                               .executor_fn([&](TaskContext, std::shared_ptr<const int> x) -> asio::awaitable<Result<int>> {
+                                   if (!io.get_executor().running_in_this_thread()) off_io.fetch_add(1);
+                                   co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+                                   co_return *x * 2;
+                               }))
+                     .build(io.get_executor());
+    std::vector<cronoq::TaskHandle<int>> handles;
+    for (int i = 0; i < 8; ++i) handles.push_back(sched.try_submit(Task<int>(i)).value());
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(*cronoq::test::run(io, handles[static_cast<std::size_t>(i)].result()), i * 2);
+    EXPECT_EQ(off_io.load(), 8);
+    cronoq::test::run(io, sched.shutdown(0s));
+    workers.join();
 }
 
 // An output with no default value: co_spawn cannot take the executor's

@@ -7,10 +7,14 @@
 // (detail/wait_list.hpp, ResumeInPlace).
 #include "driver_harness.hpp"
 
+#include <cronoq/detail/resume_in_place.hpp>
+
 #include <gtest/gtest.h>
 
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
+#include <asio/strand.hpp>
+#include <asio/thread_pool.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -203,6 +207,40 @@ TEST(Resumption, ChainedRoundTripsResumedInPlaceNeitherBlockNorNest) {
         co_return total;
     }());
     EXPECT_EQ(sum, static_cast<long long>(rounds) * (rounds - 1) / 2);
+}
+
+// Whether this thread runs an executor is asked of the executor's own type:
+// inside one strand, a thread is not inside the io_context's other strands.
+// (Asio 1.22's any_executor::target<T>() casts without checking the type
+// held, and the driver once read a strand as its io_context's executor:
+// every io thread then took itself to be on every attempt's lane.)
+TEST(Resumption, AThreadRunsOnlyTheStrandItIsInside) {
+    asio::io_context io;
+    asio::thread_pool elsewhere(1);
+    const std::vector<asio::any_io_executor> executors{
+        io.get_executor(),                                         // 0: the io_context's
+        asio::make_strand(io),                                     // 1: a strand of it
+        asio::make_strand(io),                                     // 2: another
+        asio::make_strand(asio::any_io_executor(io.get_executor())),  // 3: a strand of the erased executor
+        elsewhere.get_executor(),                                  // 4: another kind of context
+    };
+    const auto inside = [&] {
+        std::vector<bool> r;
+        for (const auto& ex : executors) r.push_back(detail::runs_in_this_thread(ex));
+        return r;
+    };
+    EXPECT_EQ(inside(), (std::vector<bool>{false, false, false, false, false}));
+    std::vector<bool> in_plain, in_first, in_erased, in_pool;
+    asio::post(executors[0], [&] { in_plain = inside(); });
+    asio::post(executors[1], [&] { in_first = inside(); });
+    asio::post(executors[3], [&] { in_erased = inside(); });
+    asio::post(executors[4], [&] { in_pool = inside(); });
+    io.run();
+    elsewhere.join();
+    EXPECT_EQ(in_plain, (std::vector<bool>{true, false, false, false, false}));
+    EXPECT_EQ(in_first, (std::vector<bool>{true, true, false, false, false}));
+    EXPECT_EQ(in_erased, (std::vector<bool>{true, false, false, true, false}));
+    EXPECT_EQ(in_pool, (std::vector<bool>{false, false, false, false, false}));  // not an executor the driver knows
 }
 
 }  // namespace resumption_test

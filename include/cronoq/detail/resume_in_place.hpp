@@ -2,6 +2,7 @@
 // Resumption in place: where the driver owns the thread, the waiters that
 // WaitList::set completes resume there once no lock is held, instead of a
 // trip round their executor's queue (docs/design.md, "Resumption in place").
+#include <cronoq/detail/executor_target.hpp>
 #include <cronoq/detail/unique_function.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -25,9 +26,9 @@ using Waiter = UniqueFunction<void(std::error_code)>;
 /// coroutines run on (an io_context's, or a strand of one), without the
 /// type-erased call that dispatch makes to find out; false for any other.
 inline bool runs_in_this_thread(const asio::any_io_executor& ex) noexcept {
-    if (const auto* io = ex.target<asio::io_context::executor_type>()) return io->running_in_this_thread();
-    if (const auto* s = ex.target<asio::strand<asio::io_context::executor_type>>()) return s->running_in_this_thread();
-    if (const auto* s = ex.target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+    if (const auto* io = target_of<asio::io_context::executor_type>(ex)) return io->running_in_this_thread();
+    if (const auto* s = target_of<asio::strand<asio::io_context::executor_type>>(ex)) return s->running_in_this_thread();
+    if (const auto* s = target_of<asio::strand<asio::any_io_executor>>(ex)) return s->running_in_this_thread();
     return false;
 }
 
