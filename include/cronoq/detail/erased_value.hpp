@@ -51,12 +51,7 @@ public:
         else
             ::new (&shared_) std::shared_ptr<const void>(o.shared_);
     }
-    ErasedValue(ErasedValue&& o) noexcept : in_place_(o.in_place_) {
-        if (in_place_)
-            copy_bytes(o);
-        else
-            ::new (&shared_) std::shared_ptr<const void>(std::move(o.shared_));
-    }
+    ErasedValue(ErasedValue&& o) noexcept { take(std::move(o)); }
     ErasedValue& operator=(const ErasedValue& o) noexcept {
         if (this != &o) assign(ErasedValue(o));
         return *this;
@@ -94,15 +89,18 @@ private:
     void copy_bytes(const ErasedValue& o) noexcept {
         for (std::size_t i = 0; i < inline_size; ++i) bytes_[i] = o.bytes_[i];
     }
-    // `o` is a temporary or about to be dropped: its shared pointer may be
-    // moved out.
-    void assign(ErasedValue&& o) noexcept {
-        if (!in_place_) shared_.~shared_ptr();
+    // Makes this (holding nothing live) what `o` is; `o` is a temporary or
+    // about to be dropped, so its shared pointer may be moved out.
+    void take(ErasedValue&& o) noexcept {
         in_place_ = o.in_place_;
         if (in_place_)
             copy_bytes(o);
         else
             ::new (&shared_) std::shared_ptr<const void>(std::move(o.shared_));
+    }
+    void assign(ErasedValue&& o) noexcept {
+        if (!in_place_) shared_.~shared_ptr();
+        take(std::move(o));
     }
 
     union {
