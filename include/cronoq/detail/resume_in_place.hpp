@@ -23,8 +23,9 @@ using Waiter = UniqueFunction<void(std::error_code)>;
 
 /// Whether this thread runs `ex` now, so that `asio::dispatch` would run a
 /// handler inline: asked of the executors the driver makes and that
-/// coroutines run on (an io_context's, or a strand of one), without the
-/// type-erased call that dispatch makes to find out; false for any other.
+/// coroutines run on (an io_context's, or a strand of one) by the type it
+/// holds (`target_of`, checked), without wrapping a handler as dispatch
+/// does to find out; false for any other.
 inline bool runs_in_this_thread(const asio::any_io_executor& ex) noexcept {
     if (const auto* io = target_of<asio::io_context::executor_type>(ex)) return io->running_in_this_thread();
     if (const auto* s = target_of<asio::strand<asio::io_context::executor_type>>(ex)) return s->running_in_this_thread();
