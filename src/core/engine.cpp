@@ -65,21 +65,28 @@ void Engine::State::dispatch(PoolState& p, Time now) {
 }
 
 void Engine::State::forget_retained(Time now) {
-    constexpr std::size_t prefetch_distance = 4;
+    constexpr std::size_t slot_lookahead = 4;
     while (!retained.empty()) {
-        const RetainedTask& r = retained.front();
-        if (retained.size() <= config.retention_max && now - r.finished_at < config.retention) break;
-        by_task.erase(r.id.value);
-        if (r.key) keys.erase(keys.find(*r.key));  // by iterator: the key lives in that node
-        actions.emplace_back(Forget{r.id, r.user});
+        const std::uint32_t s = retained.front();
+        TaskSlot& t = slots[s];
+        if (retained.size() <= config.retention_max && now - t.ready_since < config.retention) break;
+        by_task.erase(t.id.value);
+        if (const std::string* key = key_of(t)) keys.erase(keys.find(*key));  // by iterator: the key lives in that node
+        actions.emplace_back(Forget{t.id, t.user});
+        t.id = TaskId{};
+        if (t.extras != no_slot) {
+            extras.release(t.extras);
+            t.extras = no_slot;
+        }
+        free_slots.push_back(s);  // the next admission takes it, still in cache
         retained.pop_front();
-        retained_head = (retained_head + 1) & ~retained_bit;
-        // Tasks are forgotten in this order, one or a few per call: the
-        // next one's entry in by_task (out of cache in a large table)
-        // starts loading now, and so does the record of one further on,
-        // which the next calls read (a long queue: out of cache too).
-        if (retained.size() > 1) by_task.prefetch(retained[1].id.value);
-        if (retained.size() > prefetch_distance) __builtin_prefetch(&retained[prefetch_distance]);
+        // Tasks are forgotten in this order, one or a few per call, long
+        // after they ended: in a large engine their slots and id entries
+        // are out of cache. Start loading the slot of a task a few places
+        // on, and the id entry of the next one (its slot, loaded calls
+        // ago, names the id).
+        if (retained.size() > 1) by_task.prefetch(slots[retained[1]].id.value);
+        if (retained.size() > slot_lookahead) __builtin_prefetch(&slots[retained[slot_lookahead]]);
     }
 }
 
@@ -248,10 +255,6 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now, WorkerId 
     if (!found) return false;
     const std::uint32_t slot = *found;
     TaskSlot& t = s.slots[slot];
-    // Every outcome changes the task's entry in by_task (it ends or is
-    // retried and then, sooner or later, ends); in a large table that entry
-    // was last read at admission and is out of cache: start loading it.
-    s.by_task.prefetch(t.id.value);
     const AttemptState ended = s.end_lease(t, now);
     switch (outcome.kind) {
         case Outcome::Kind::Success:
@@ -395,9 +398,7 @@ std::optional<TaskId> Engine::find_key(std::string_view key) const {
 std::optional<std::uint64_t> Engine::user(TaskId task) const { return s_->user_of(task); }
 
 void Engine::release_user(TaskId task) {
-    // Terminal tasks are the retained ones: one look-up answers both.
-    const std::uint32_t* v = s_->by_task.find(task.value);
-    if (v && (*v & retained_bit)) s_->retained_of(*v).user = 0;
+    if (TaskSlot* t = s_->retained_slot(task)) t->user = 0;
 }
 
 std::optional<TaskStatus> Engine::status(TaskId task) const {

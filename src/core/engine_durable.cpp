@@ -20,10 +20,9 @@ bool may_resubmit(TaskStatus s) {
 
 }  // namespace
 
-RetainedTask* Engine::State::retained_entry(TaskId id) {
-    const std::uint32_t* v = by_task.find(id.value);
-    if (!v || !(*v & retained_bit)) return nullptr;
-    return &retained_of(*v);
+TaskSlot* Engine::State::retained_slot(TaskId id) {
+    TaskSlot* t = slot_of(id);
+    return t && is_terminal(t->status) ? t : nullptr;
 }
 
 // Errors that keep a task from coming back. A resource the engine cannot
@@ -50,9 +49,22 @@ std::optional<Engine::State::Rejection> Engine::State::check_restored(const Rest
 }
 
 void Engine::State::retain_restored(const RestoredTask& task, const std::string* key, Time now) {
-    const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-    retained.push_back(RetainedTask{task.id, now, task.spec.pool, task.status, key, task.spec.user});
-    by_task.insert(task.id.value, retained_bit | seq);
+    const std::uint32_t s = allocate_slot();
+    TaskSlot& t = slots[s];
+    const std::uint32_t gen = t.gen + 1;  // a reused slot's old queue and timer entries stay stale
+    t = TaskSlot{};
+    t.gen = gen;
+    t.id = task.id;
+    t.user = task.spec.user;
+    t.ready_since = now;
+    t.pool = task.spec.pool;
+    t.kind = task.spec.kind;
+    t.attempt = task.attempts;
+    t.status = task.status;
+    t.priority = task.spec.priority;
+    if (key) extras_of(t).key = key;
+    by_task.insert(task.id.value, s);
+    retained.push_back(s);
     if (!key) return;
     // Tasks that awaited its key learn how it ended, as if it had just ended.
     auto w = graph.awaiting.find(*key);
@@ -204,7 +216,7 @@ std::vector<SubmitResult<TaskId>> Engine::State::restore(std::span<const Restore
 
     // Every task is known (ids, keys) before any edge is evaluated, so
     // that dependencies resolve in any order.
-    std::vector<std::uint32_t> slot_of(n, no_slot);
+    std::vector<std::uint32_t> placed(n, no_slot);
     for (std::size_t i = 0; i < n; ++i) {
         if (rejected[i]) continue;
         const RestoredTask& task = tasks[i];
@@ -224,16 +236,16 @@ std::vector<SubmitResult<TaskId>> Engine::State::restore(std::span<const Restore
             if (moved_start) adjusted.start = task.until;
             spec = &adjusted;
         }
-        slot_of[i] = allocate_slot();
-        admit_one(*spec, slot_of[i], task.id);
-        slots[slot_of[i]].attempt = task.attempts;
+        placed[i] = allocate_slot();
+        admit_one(*spec, placed[i], task.id);
+        slots[placed[i]].attempt = task.attempts;
     }
     for (std::size_t i = 0; i < n; ++i) {
-        if (slot_of[i] == no_slot) continue;
+        if (placed[i] == no_slot) continue;
         if (!resource_problem[i].empty())
-            finish(slot_of[i], TaskStatus::Failed, std::move(resource_problem[i]), now);
+            finish(placed[i], TaskStatus::Failed, std::move(resource_problem[i]), now);
         else
-            place_restored(tasks[i], slot_of[i], now);
+            place_restored(tasks[i], placed[i], now);
     }
     for (std::size_t i = 0; i < n; ++i) {
         if (rejected[i])
@@ -266,16 +278,16 @@ SubmitResult<TaskId> Engine::resubmit(TaskId old, const TaskSpec& spec, Time now
         s.settle(now);
         return {SubmitError::Invalid, std::move(why)};
     }
-    RetainedTask* ended = s.retained_entry(old);
-    if (!spec.key || !ended->key || *ended->key != *spec.key) return submit(spec, now);
+    const std::string* ended_key = s.key_of(*s.retained_slot(old));
+    if (!spec.key || !ended_key || *ended_key != *spec.key) return submit(spec, now);
     // The key is free while the new task is admitted, and goes back to
     // `old` if it is not: from outside, it moves or stays in one call.
     s.keys.erase(s.keys.find(*spec.key));
-    ended->key = nullptr;
+    s.extras_of(*s.retained_slot(old)).key = nullptr;
     auto result = submit(spec, now);
     if (!result)
-        if (RetainedTask* still = s.retained_entry(old))  // a shed victim may have pushed it out
-            still->key = &s.keys.emplace(*spec.key, old).first->first;
+        if (TaskSlot* still = s.retained_slot(old))  // a shed victim may have pushed it out
+            s.extras_of(*still).key = &s.keys.emplace(*spec.key, old).first->first;
     return result;
 }
 

@@ -39,8 +39,7 @@ struct Engine::State {
     detail::FlatIdMap by_task;
     detail::FlatIdMap by_lease;
     std::vector<Timer> timers;
-    detail::Ring<RetainedTask> retained;  // terminal tasks, oldest first
-    std::uint32_t retained_head = 0;       // sequence number of retained.front()
+    detail::Ring<std::uint32_t> retained;  // slots of terminal tasks, oldest end first
     std::vector<PoolState> pools;
     detail::KindTable kinds{config.kind_capacity};
     detail::StringMap<TaskId> keys;  // of live and retained tasks
@@ -79,51 +78,46 @@ struct Engine::State {
         return static_cast<std::uint32_t>(slots.size() - 1);
     }
 
+    /// The slot of a known task (live or retained), else null.
+    TaskSlot* slot_of(TaskId id) {
+        const std::uint32_t* v = by_task.find(id.value);
+        return v ? &slots[*v] : nullptr;
+    }
+    const TaskSlot* slot_of(TaskId id) const {
+        const std::uint32_t* v = by_task.find(id.value);
+        return v ? &slots[*v] : nullptr;
+    }
+
     /// The slot of a task that is not terminal.
     std::optional<std::uint32_t> live_slot(TaskId id) const {
         const std::uint32_t* v = by_task.find(id.value);
-        if (!v || (*v & retained_bit)) return std::nullopt;
+        if (!v || is_terminal(slots[*v].status)) return std::nullopt;
         return *v;
     }
 
-    /// The retained task that `by_task` value `v` (with retained_bit) names.
-    RetainedTask& retained_of(std::uint32_t v) {
-        return retained[((v & ~retained_bit) - retained_head) & ~retained_bit];
-    }
-    const RetainedTask& retained_of(std::uint32_t v) const {
-        return retained[((v & ~retained_bit) - retained_head) & ~retained_bit];
-    }
-
     std::uint64_t* user_slot(TaskId id) {
-        const std::uint32_t* v = by_task.find(id.value);
-        if (!v) return nullptr;
-        return *v & retained_bit ? &retained_of(*v).user : &slots[*v].user;
+        TaskSlot* t = slot_of(id);
+        return t ? &t->user : nullptr;
     }
 
     std::optional<std::uint64_t> user_of(TaskId id) const {
-        const std::uint32_t* v = by_task.find(id.value);
-        if (!v) return std::nullopt;
-        return *v & retained_bit ? retained_of(*v).user : slots[*v].user;
+        const TaskSlot* t = slot_of(id);
+        if (!t) return std::nullopt;
+        return t->user;
     }
 
     std::optional<TaskStatus> status_of(TaskId id) const {
-        const std::uint32_t* v = by_task.find(id.value);
-        if (!v) return std::nullopt;
-        return *v & retained_bit ? retained_of(*v).status : slots[*v].status;
+        const TaskSlot* t = slot_of(id);
+        if (!t) return std::nullopt;
+        return t->status;
     }
 
     /// "task 12" or "task 12 (\"key\")", for messages.
     std::string describe_task(TaskId id) const {
         std::string out = "task " + std::to_string(id.value);
-        const std::uint32_t* v = by_task.find(id.value);
-        if (!v) return out;
-        const std::string* key = nullptr;
-        if (!(*v & retained_bit)) {
-            key = key_of(slots[*v]);
-        } else {
-            key = retained_of(*v).key;
-        }
-        if (key) {
+        const TaskSlot* t = slot_of(id);
+        if (!t) return out;
+        if (const std::string* key = key_of(*t)) {
             out.append(" (\"");
             out.append(*key);
             out.append("\")");
@@ -253,7 +247,7 @@ struct Engine::State {
     // Returns what the attempt was, for the caller's report of it.
     AttemptState end_lease(TaskSlot& t, Time now);
 
-    // Terminal: the task is retained in compact form and its slot freed.
+    // Terminal: the task keeps its slot, retained until forget_retained.
     void finish(std::uint32_t s, TaskStatus status, std::string message, Time now);
 
     // A failed attempt that may be retried: Retrying until its backoff
@@ -403,8 +397,8 @@ struct Engine::State {
     void restore_edges(const RestoredTask& task, std::uint32_t slot, Time now);
     /// A terminal task that comes back retained, as if it ended at `now`.
     void retain_restored(const RestoredTask& task, const std::string* key, Time now);
-    /// The retained entry of a terminal task still known, else null.
-    RetainedTask* retained_entry(TaskId id);
+    /// The slot of a terminal task still known, else null.
+    TaskSlot* retained_slot(TaskId id);
 
     // ---- waiting before ready: dependencies, fixed starts (engine_waiting.cpp)
     /// Every edge of a Blocked or new task is met: Scheduled or Ready.

@@ -165,17 +165,11 @@ void Engine::State::finish(std::uint32_t s, TaskStatus status, std::string messa
     --live;
     kinds.task_ended(t.kind);
     emit_status(t, now, std::nullopt, std::move(message));
-    // Retain the task in compact form and free its slot.
-    const std::uint32_t seq = (retained_head + static_cast<std::uint32_t>(retained.size())) & ~retained_bit;
-    const std::string* key = key_of(t);
-    retained.push_back(RetainedTask{t.id, now, t.pool, status, key, key || !release_users_at_end ? t.user : 0});
-    by_task.assign(t.id.value, retained_bit | seq);
-    t.id = TaskId{};
-    if (t.extras != no_slot) {
-        extras.release(t.extras);
-        t.extras = no_slot;
-    }
-    free_slots.push_back(s);
+    // Retained in its own slot: its entry in by_task stays as it is (in a
+    // large table that entry is long out of cache; the slot is not).
+    t.ready_since = now;
+    if (release_users_at_end && !key_of(t)) t.user = 0;
+    retained.push_back(s);
 }
 
 void Engine::State::fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {

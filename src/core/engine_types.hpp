@@ -59,10 +59,12 @@ struct RunTimeMean {
     }
 };
 
-// A task that is not terminal. Every task has one, so it holds only what
-// every task needs and fits one cache line: a backlog of a million queued
-// tasks is mostly slots, and a dispatch decision reads the slot of each
-// queue head it compares. What only some tasks have lives out of line:
+// A task, from its admission until it is forgotten (a terminal task keeps
+// its slot while it is retained, so that its end changes nothing in
+// `by_task`). Every task has one, so it holds only what every task needs
+// and fits one cache line: a backlog of a million queued tasks is mostly
+// slots, and a dispatch decision reads the slot of each queue head it
+// compares. What only some tasks have lives out of line:
 // a running attempt's state in State::attempts (`run`), the rare spec
 // fields in State::extras (`extras`), a fixed start in State::starts and
 // resource needs in State::needs (both by task id). Aligned, so that a
@@ -70,7 +72,7 @@ struct RunTimeMean {
 struct alignas(64) TaskSlot {
     TaskId id;                 // 0 while the slot is free
     std::uint64_t user = 0;    // TaskSpec::user
-    Time ready_since{};        // aging origin
+    Time ready_since{};        // aging origin; once terminal, when it ended (for retention)
     std::uint32_t gen = 0;     // bumped on every transition: stale queue and timer entries
     PoolId pool = 0;
     KindId kind = 0;
@@ -79,7 +81,7 @@ struct alignas(64) TaskSlot {
     // shedding: only in pools that may shed.
     std::uint32_t older = no_slot;
     std::uint32_t newer = no_slot;
-    std::uint32_t extras = no_slot;  // its TaskExtras, if it has any
+    std::uint32_t extras = no_slot;  // its TaskExtras, if it has any (kept until it is forgotten: the key)
     std::uint32_t run = no_slot;     // its AttemptState while Running
     TaskStatus status = TaskStatus::Ready;
     Priority priority = Priority::Normal;
@@ -118,21 +120,6 @@ struct StartInfo {
     Duration tolerance;
     MissPolicy on_miss;
 };
-
-// A terminal task: all that status lookups need, so that its slot is
-// reused at once (hot in cache) while the task stays visible.
-struct RetainedTask {
-    TaskId id;
-    Time finished_at;
-    PoolId pool;
-    TaskStatus status;
-    const std::string* key;  // into State::keys; released when the task is forgotten
-    std::uint64_t user;      // TaskSpec::user
-};
-
-// `by_task` maps an id to its slot, or, with this bit set, to the sequence
-// number (mod 2^31) of its RetainedTask.
-inline constexpr std::uint32_t retained_bit = 0x80000000u;
 
 enum class TimerKind : std::uint8_t {
     Attempt,        // timeout or lease expiry of a running attempt
