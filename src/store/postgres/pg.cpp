@@ -82,7 +82,15 @@ Connection::Connection(std::string conninfo, std::chrono::nanoseconds timeout) {
     }
     // Notices (CREATE ... IF NOT EXISTS) are not the store's output.
     PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
-    exec("SET client_min_messages = warning");
+    try {
+        exec("SET client_min_messages = warning");
+    } catch (...) {
+        // The server went away right after the connect. A constructor that
+        // throws runs no destructor: the connection is closed here.
+        PQfinish(conn_);
+        conn_ = nullptr;
+        throw;
+    }
 }
 
 Connection::~Connection() {
