@@ -278,12 +278,14 @@ SubmitResult<TaskId> Engine::resubmit(TaskId old, const TaskSpec& spec, Time now
         s.settle(now);
         return {SubmitError::Invalid, std::move(why)};
     }
-    const std::string* ended_key = s.key_of(*s.retained_slot(old));
+    TaskSlot& ended = *s.retained_slot(old);  // terminal: may_resubmit
+    const std::string* ended_key = s.key_of(ended);
     if (!spec.key || !ended_key || *ended_key != *spec.key) return submit(spec, now);
     // The key is free while the new task is admitted, and goes back to
     // `old` if it is not: from outside, it moves or stays in one call.
     s.keys.erase(s.keys.find(*spec.key));
-    s.extras_of(*s.retained_slot(old)).key = nullptr;
+    s.extras_of(ended).key = nullptr;
+    // Looked up again below: the admission may move the slots.
     auto result = submit(spec, now);
     if (!result)
         if (TaskSlot* still = s.retained_slot(old))  // a shed victim may have pushed it out
