@@ -99,6 +99,17 @@ inline TaskId task_id(const TaskInfo& info) { return static_cast<const TaskRecor
 inline std::uint64_t to_user(TaskRecord* r) { return reinterpret_cast<std::uintptr_t>(r); }
 inline TaskRecord* from_user(std::uint64_t u) { return reinterpret_cast<TaskRecord*>(static_cast<std::uintptr_t>(u)); }
 
+/// Starts loading what a Dispatch of the task reads and writes (the
+/// reference counts, the references, the status) and what its start reads
+/// (the payload); changes nothing.
+inline void prefetch_for_dispatch(const TaskRecord* r) noexcept {
+    const auto* bytes = reinterpret_cast<const char*>(r);
+    __builtin_prefetch(bytes - 16);  // the shared count, just before the record
+    __builtin_prefetch(&r->payload);
+    __builtin_prefetch(&r->engine_ref, 1);
+    r->prefetch_status();
+}
+
 struct AttemptState {
     std::shared_ptr<const TaskInfo> task;  // aliases the task's record
     LeaseId lease;

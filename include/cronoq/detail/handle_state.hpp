@@ -29,6 +29,8 @@ public:
     void assign_id(TaskId id) { id_ = id; }
     TaskStatus status() const { return status_.load(std::memory_order_acquire); }
     void set_status(TaskStatus s) { status_.store(s, std::memory_order_release); }
+    /// Starts loading the status for a write known to come soon.
+    void prefetch_status() const noexcept { __builtin_prefetch(&status_, 1); }
 
     /// Records the terminal outcome once and wakes every waiter.
     void finish(TaskStatus status, std::uint32_t attempt, std::string&& message, ErasedValue output);
