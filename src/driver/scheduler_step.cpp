@@ -298,11 +298,23 @@ void SchedulerCore::State::apply(core::Time now) {
     // Wall time stamps events and stored rows: read that clock only for them.
     const bool events = subscriber_count.load(std::memory_order_relaxed) > 0;
     const auto wall = events || durable ? clock->system_now() : std::chrono::system_clock::time_point{};
-    // Under a backlog, a dispatched task's record was last touched at its
-    // admission and is long out of cache: the record of the dispatch a few
-    // ahead starts loading while this one is handled, so that their misses
-    // overlap instead of following one another. Not all at once: the core
-    // holds only about ten misses in flight, and drops what is asked beyond.
+    // A step of many actions (a burst's) loads its dispatches' records
+    // ahead; one of a few (a round trip's) is not worth the scan.
+    if (actions.size() >= 16) {
+        on_all_loading_ahead(now, wall);
+    } else {
+        for (core::Action& action : actions) std::visit([&](auto& a) { on(a, now, wall); }, action);
+    }
+    rearm();
+    check_drained();
+}
+
+// Under a backlog, a dispatched task's record was last touched at its
+// admission and is long out of cache: the record of the dispatch a few ahead
+// starts loading while this one is handled, so that their misses overlap
+// instead of following one another. Not all at once: a core holds only about
+// ten misses in flight, and drops what is asked beyond.
+void SchedulerCore::State::on_all_loading_ahead(core::Time now, std::chrono::system_clock::time_point wall) {
     constexpr int dispatches_ahead = 4;
     std::size_t ahead = 0;  // the next action to look at for a dispatch to load
     const auto load_next_dispatch = [&] {
@@ -314,8 +326,6 @@ void SchedulerCore::State::apply(core::Time now) {
         if (std::holds_alternative<core::Dispatch>(action)) load_next_dispatch();
         std::visit([&](auto& a) { on(a, now, wall); }, action);
     }
-    rearm();
-    check_drained();
 }
 
 void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system_clock::time_point) {
