@@ -7,8 +7,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -84,6 +89,44 @@ TEST(BlockPool, ABlockAtATimeGoesBackAndForthThroughTheSparePlace) {
     EXPECT_TRUE(pool.pool().has_spare());
     EXPECT_EQ(pool.pool().kept(), 1u);
     EXPECT_EQ(live.load(), 0);
+}
+
+// The kernel's flags of the mapping that holds `address` (the VmFlags line
+// of /proc/self/smaps), or nothing if no mapping holds it.
+std::optional<std::string> vm_flags_at(const void* address) {
+    const auto a = reinterpret_cast<std::uintptr_t>(address);
+    std::ifstream smaps("/proc/self/smaps");
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        std::uintptr_t begin = 0, end = 0;
+        char dash = 0;
+        std::istringstream header(line);
+        if (header >> std::hex >> begin >> dash >> end && dash == '-') {
+            inside = a >= begin && a < end;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+            return line.substr(8) + " ";
+        }
+    }
+    return std::nullopt;
+}
+
+// A burst's blocks sit on huge pages; a pool's first 2 MiB do not, so that a
+// scheduler with few tasks commits only the small pages it writes.
+TEST(BlockPool, TheRegionAsksForHugePagesPastItsFirstTwoMiB) {
+    if (!recycle_blocks) GTEST_SKIP() << "under AddressSanitizer every block is a fresh allocation";
+    if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage") || !std::filesystem::exists("/proc/self/smaps"))
+        GTEST_SKIP() << "no transparent huge pages here";
+    std::atomic<int> live{0};
+    OwnedPool pool(shared_block_size<Counted>);  // the default region: 64 MiB
+    auto first = pool.make<Counted>(live, 1);    // the region's first block
+    ASSERT_TRUE(pool.pool().in_region(first.get()));
+    const char* far = reinterpret_cast<const char*>(first.get()) + (std::size_t{8} << 20);
+    ASSERT_TRUE(pool.pool().in_region(far));
+    const auto near_flags = vm_flags_at(first.get());
+    const auto far_flags = vm_flags_at(far);
+    ASSERT_TRUE(near_flags && far_flags);
+    EXPECT_EQ(near_flags->find(" hg "), std::string::npos) << *near_flags;
+    EXPECT_NE(far_flags->find(" hg "), std::string::npos) << *far_flags;
 }
 
 TEST(BlockPool, ObjectsOutliveTheirPoolsOwner) {
