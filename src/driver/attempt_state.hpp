@@ -104,7 +104,10 @@ inline TaskRecord* from_user(std::uint64_t u) { return reinterpret_cast<TaskReco
 /// (the payload); changes nothing.
 inline void prefetch_for_dispatch(const TaskRecord* r) noexcept {
     const auto* bytes = reinterpret_cast<const char*>(r);
-    __builtin_prefetch(bytes - 16);  // the shared count, just before the record
+    // The shared count, just before the record in libstdc++'s control block
+    // (a vtable pointer and two counts); with another layout, a line loaded
+    // for nothing.
+    __builtin_prefetch(bytes - 16);
     __builtin_prefetch(&r->payload);
     __builtin_prefetch(&r->engine_ref, 1);
     r->prefetch_status();
