@@ -32,7 +32,9 @@ namespace cronoq {
 /// operation: while a coroutine awaits it the io_context has outstanding
 /// work, and it completes on the awaiting coroutine's executor, never
 /// inside the call that started it or any other call of the application's:
-/// posted, except that an attempt's end that leaves the scheduler idle
+/// queued there (as a continuation, `asio::defer`: after the handler that
+/// completed it, on that thread if it runs the executor), except that an
+/// attempt's end that leaves the scheduler idle
 /// resumes the coroutines it completes at once, from the handler in which
 /// the attempt's coroutine ended (one of Asio's, never a call of the
 /// application's), when that thread runs their executor (as
@@ -53,7 +55,7 @@ namespace cronoq {
 /// first suspension, and an executor that returns without suspending has
 /// ended its task by the time the call returns: its handle is finished,
 /// and `result()` goes on without waiting. What that end completes for
-/// other coroutines is posted to them, never run inside the call.
+/// other coroutines is queued for them, never run inside the call.
 /// An idle scheduler keeps no operation pending, so `io_context::run()`
 /// returns once the application's own work is done.
 ///

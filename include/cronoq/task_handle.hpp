@@ -33,7 +33,8 @@ public:
     /// end is committed), the coroutine goes on at once, without
     /// suspending. Otherwise a real Asio operation: it keeps the io_context
     /// busy while it waits, and it completes on the awaiting coroutine's
-    /// executor: posted, or, when the task's end leaves the scheduler idle,
+    /// executor: queued there (deferred, as a continuation of the handler
+    /// that completed it), or, when the task's end leaves the scheduler idle,
     /// resumed at once from the handler in which the attempt ended if that
     /// thread runs the executor (see "Awaitables" in scheduler.hpp).
     ///

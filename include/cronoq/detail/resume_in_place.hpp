@@ -42,7 +42,7 @@ inline bool runs_in_this_thread(const asio::any_io_executor& ex) noexcept {
 /// waiter then resumes its coroutine at once if this thread runs its
 /// executor, as Asio's own `co_spawn` completion does, instead of a trip
 /// round the executor's queue. Anywhere else (a call of the application's,
-/// which may hold its own locks) and when not asked, `set` posts them at
+/// which may hold its own locks) and when not asked, `set` queues them at
 /// once. Waiters that a resumed coroutine completes join the same list, so
 /// resumptions never nest. One per thread at a time: an inner one is a no-op.
 class ResumeInPlace {
@@ -53,7 +53,7 @@ public:
     ResumeInPlace(const ResumeInPlace&) = delete;
     ResumeInPlace& operator=(const ResumeInPlace&) = delete;
     /// An exception left `run()` (a resumed handler threw, as it would out
-    /// of `asio::dispatch`): what is left is posted, so no waiter is lost.
+    /// of `asio::dispatch`): what is left is queued, so no waiter is lost.
     ~ResumeInPlace() {
         if (!outer_) return;
         current_ = nullptr;

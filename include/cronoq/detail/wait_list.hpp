@@ -4,9 +4,10 @@
 // until `reset()`. A waiting coroutine keeps outstanding work on its
 // executor, so `io_context::run()` does not return under it; cancelling the
 // waiting coroutine (its cancellation slot) ends only its own wait, with
-// `asio::error::operation_aborted`. Completions are posted to the waiter's
-// executor, never run inline, except where the driver owns the thread and
-// asks for it (see `ResumeInPlace`). Thread-safe.
+// `asio::error::operation_aborted`. Completions are queued on the waiter's
+// executor (a coroutine's deferred, any other handler's posted), never run
+// inline, except where the driver owns the thread and asks for it (see
+// `ResumeInPlace`). Thread-safe.
 #include <cronoq/detail/light_mutex.hpp>
 #include <cronoq/detail/resume_in_place.hpp>
 #include <cronoq/detail/unique_function.hpp>
@@ -15,6 +16,7 @@
 #include <asio/associated_executor.hpp>
 #include <asio/cancellation_type.hpp>
 #include <asio/async_result.hpp>
+#include <asio/defer.hpp>
 #include <asio/error.hpp>
 #include <asio/execution/outstanding_work.hpp>
 #include <asio/post.hpp>
@@ -106,10 +108,16 @@ private:
                 // In place: what asio::dispatch does when it runs the
                 // handler inline, without wrapping it for the type-erased
                 // executor.
+                // Else deferred, as a continuation of the handler that
+                // completes it: on a thread of the io_context it runs after
+                // that handler, on the same thread, rather than waking an
+                // idle one (post did, for every resumption). Asio still
+                // wakes another if this thread goes on to other queued work
+                // first; from outside the io_context it is a post.
                 if (ResumeInPlace::take_in_place() && runs_in_this_thread(ex))
                     std::move(h)(ec);
                 else
-                    asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+                    asio::defer(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
             };
         } else {
             auto work = asio::prefer(asio::get_associated_executor(handler), asio::execution::outstanding_work.tracked);
@@ -154,7 +162,7 @@ private:
     }
 
     // set()'s completion of a waiter: left for the thread's ResumeInPlace
-    // if it wants it, else posted now.
+    // if it wants it, else queued now.
     static void complete(Waiter& w) {
         if (!ResumeInPlace::defer(w)) w(std::error_code{});
     }
