@@ -340,7 +340,6 @@ struct SchedulerCore::State {
 
     // ---- actions (mutex held) ------------------------------------------------------
     void apply(core::Time now);
-    void on_all_loading_ahead(core::Time now, std::chrono::system_clock::time_point wall);
     void on(core::Dispatch& d, core::Time now, std::chrono::system_clock::time_point wall);
     void on(core::Abort& a, core::Time now, std::chrono::system_clock::time_point wall);
     void on(core::Status& s, core::Time now, std::chrono::system_clock::time_point wall);

@@ -298,25 +298,17 @@ void SchedulerCore::State::apply(core::Time now) {
     // Wall time stamps events and stored rows: read that clock only for them.
     const bool events = subscriber_count.load(std::memory_order_relaxed) > 0;
     const auto wall = events || durable ? clock->system_now() : std::chrono::system_clock::time_point{};
-    // A step of many actions (a burst's) loads its dispatches' records
-    // ahead; one of a few (a round trip's) is not worth the scan.
-    if (actions.size() >= 16) {
-        on_all_loading_ahead(now, wall);
-    } else {
-        for (core::Action& action : actions) std::visit([&](auto& a) { on(a, now, wall); }, action);
-    }
-    rearm();
-    check_drained();
-}
-
-// Under a backlog, a dispatched task's record was last touched at its
-// admission and is long out of cache: the record of the dispatch a few ahead
-// starts loading while this one is handled, so that their misses overlap
-// instead of following one another. Not all at once: a core holds only about
-// ten misses in flight, and drops what is asked beyond.
-void SchedulerCore::State::on_all_loading_ahead(core::Time now, std::chrono::system_clock::time_point wall) {
+    // Under a backlog, a dispatched task's record was last touched at its
+    // admission and is long out of cache: the record of the dispatch a few
+    // ahead starts loading while this one is handled, so that their misses
+    // overlap instead of following one another. Not all at once: a core
+    // holds only about ten misses in flight, and drops what is asked
+    // beyond. Only in a step of many actions (a burst's): in one of a few
+    // (a round trip's) the scan costs more than it saves, so it starts at
+    // the end and finds nothing.
+    constexpr std::size_t loading_ahead_from = 16;
     constexpr int dispatches_ahead = 4;
-    std::size_t ahead = 0;  // the next action to look at for a dispatch to load
+    std::size_t ahead = actions.size() >= loading_ahead_from ? 0 : actions.size();  // the next to look at
     const auto load_next_dispatch = [&] {
         while (ahead < actions.size())
             if (const auto* d = std::get_if<core::Dispatch>(&actions[ahead++])) return prefetch_for_dispatch(from_user(d->user));
@@ -326,6 +318,8 @@ void SchedulerCore::State::on_all_loading_ahead(core::Time now, std::chrono::sys
         if (std::holds_alternative<core::Dispatch>(action)) load_next_dispatch();
         std::visit([&](auto& a) { on(a, now, wall); }, action);
     }
+    rearm();
+    check_drained();
 }
 
 void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system_clock::time_point) {
