@@ -105,15 +105,15 @@ private:
             // the coroutine returns, so the wait needs no guard of its own.
             waiter = [h = std::move(handler)](std::error_code ec) mutable {
                 const auto ex = asio::get_associated_executor(h);
-                // In place: what asio::dispatch does when it runs the
-                // handler inline, without wrapping it for the type-erased
-                // executor.
-                // Else deferred, as a continuation of the handler that
-                // completes it: on a thread of the io_context it runs after
-                // that handler, on the same thread, rather than waking an
-                // idle one (post did, for every resumption). Asio still
-                // wakes another if this thread goes on to other queued work
-                // first; from outside the io_context it is a post.
+                // In place when asked: what asio::dispatch does when it
+                // runs the handler inline, without wrapping it for the
+                // type-erased executor. Otherwise deferred, as a
+                // continuation of the handler that completes it: on a
+                // thread of the io_context it runs after that handler, on
+                // the same thread, rather than waking an idle one (post did,
+                // for every resumption). Asio still wakes another if this
+                // thread goes on to other queued work first; from outside
+                // the io_context it is a post.
                 if (ResumeInPlace::take_in_place() && runs_in_this_thread(ex))
                     std::move(h)(ec);
                 else
