@@ -13,7 +13,6 @@
 #include "example_support.hpp"
 
 #include <asio/co_spawn.hpp>
-#include <asio/experimental/awaitable_operators.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -225,7 +224,6 @@ asio::awaitable<void> timeout() {
 
 asio::awaitable<void> cancellation() {
     std::puts("\n(e) Cancellation: a task that would work for 10 s is cancelled with handle.cancel()");
-    using namespace asio::experimental::awaitable_operators;
     const auto t0 = std::chrono::steady_clock::now();
     auto started = std::make_shared<bool>(false);
     auto noticed = std::make_shared<bool>(false);
@@ -233,16 +231,17 @@ asio::awaitable<void> cancellation() {
     auto sched = Sched::builder()
                      .pool(Workers("main").executor_fn(
                          [t0, started, noticed](TaskContext ctx, Name) -> asio::awaitable<Result<std::string>> {
-                             std::printf("  attempt %u at +%lld ms: co_await (work || ctx.cancelled())\n", ctx.attempt(),
-                                         ms_since(t0));
+                             std::printf("  attempt %u at +%lld ms: co_await cronoq::with_cancellation(ctx, work)\n",
+                                         ctx.attempt(), ms_since(t0));
                              *started = true;
-                             auto winner = co_await (sleep_for(10s) || ctx.cancelled());
-                             if (winner.index() == 1) {
+                             auto work = sleep_for(10s);
+                             Result<void> worked = co_await cronoq::with_cancellation(ctx, std::move(work));
+                             if (!worked) {
                                  *noticed = true;
-                                 std::printf("  attempt %u at +%lld ms: ctx.cancelled() won the race; "
-                                             "co_return TaskError::cancelled()\n",
+                                 std::printf("  attempt %u at +%lld ms: the attempt was cancelled first, the work "
+                                             "stopped; co_return TaskError::cancelled()\n",
                                              ctx.attempt(), ms_since(t0));
-                                 co_return TaskError::cancelled();
+                                 co_return worked.error();
                              }
                              co_return "worked for 10 s";
                          }))
@@ -262,7 +261,7 @@ asio::awaitable<void> cancellation() {
     std::printf("  handle.status(): %s\n", name_of(handle.status()).c_str());
     check(running, "the attempt started");
     check(accepted, "cancel() accepted the running task");
-    check(*noticed, "the executor saw ctx.cancelled() complete");
+    check(*noticed, "with_cancellation returned TaskError::cancelled()");
     check(handle.status() == TaskStatus::Cancelled, "the task ended cancelled");
     check(failure && failure->status() == TaskStatus::Cancelled, "result() threw TaskFailure(cancelled)");
 }

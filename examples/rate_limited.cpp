@@ -18,8 +18,6 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -113,7 +111,7 @@ asio::awaitable<void> demo(asio::io_context& io) {
                 api->rejected);
 
     const cronoq::Snapshot snap = s.snapshot();
-    std::printf("snapshot:\n%s\n", snap.to_json().dump(2).c_str());
+    std::printf("snapshot:\n%s\n", snap.to_json_string(2).c_str());
     const cronoq::PoolSnapshot& http = snap.pools.front();
     check(ok == calls, "every call succeeded");
     check(*lowered, "a 429 lowered the bucket's rate");

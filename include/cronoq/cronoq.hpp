@@ -33,3 +33,4 @@
 #include <cronoq/task_failure.hpp>
 #include <cronoq/task_handle.hpp>
 #include <cronoq/task_status.hpp>
+#include <cronoq/with_cancellation.hpp>

@@ -39,8 +39,12 @@ struct Snapshot {
     /// "commit_latency_ms": {"p50": ..., "p99": ...}, "pending_changes": ...,
     /// "leading": ..., "epoch": ...}`; durations in milliseconds, the window
     /// in seconds. A remote pool also has `"remote_workers": n`. Include
-    /// <nlohmann/json.hpp> to use the result.
+    /// <nlohmann/json.hpp> to use the result (this header declares the type
+    /// only), or take the text from `to_json_string`.
     nlohmann::json to_json() const;
+    /// `to_json()` as text: compact, or pretty-printed with `indent` spaces
+    /// per level when `indent` >= 0. Needs no JSON header.
+    std::string to_json_string(int indent = -1) const;
 };
 
 }  // namespace cronoq

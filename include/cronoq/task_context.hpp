@@ -51,8 +51,12 @@ public:
     /// Asio cancellation: honours `terminal`, `partial` and `total` (a
     /// coroutine's default filter lets only `terminal` through). Any of
     /// them ends the wait with `asio::error::operation_aborted` (thrown as
-    /// `std::system_error`) and changes nothing else: that is how
-    /// `work || ctx.cancelled()` drops the losing branch.
+    /// `std::system_error`) and changes nothing else.
+    ///
+    /// To race work against this wait, use `cronoq::with_cancellation(ctx,
+    /// work)` (with_cancellation.hpp), not Asio's `work || ctx.cancelled()`:
+    /// `||` waits for the first branch to *succeed*, so a `work` that throws
+    /// at once stays hidden until the attempt is cancelled or times out.
     asio::awaitable<void> cancelled() const;
     CancellationToken cancellation_token() const;
 

@@ -60,4 +60,6 @@ nlohmann::json Snapshot::to_json() const {
     return out;
 }
 
+std::string Snapshot::to_json_string(int indent) const { return to_json().dump(indent); }
+
 }  // namespace cronoq

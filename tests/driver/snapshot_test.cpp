@@ -55,6 +55,10 @@ TEST(Snapshot, FiguresAndJson) {
     EXPECT_TRUE(w["pending"].contains("critical"));
     EXPECT_TRUE(w["fixed_start_hit_rate"].is_null());
     EXPECT_TRUE(j["pools"][1]["priority_adherence"].is_null());
+    // The text form, for code that does not include nlohmann/json.hpp.
+    EXPECT_EQ(snap.to_json_string(), j.dump());
+    EXPECT_EQ(nlohmann::json::parse(snap.to_json_string(2)), j);
+    EXPECT_NE(snap.to_json_string(2).find("\n  \"pools\""), std::string::npos);
     test::run(io, sched.shutdown(0s));
 }
 }  // namespace snapshot_test
