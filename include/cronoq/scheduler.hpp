@@ -264,7 +264,8 @@ public:
     /// every second under load. Safe from any thread.
     Snapshot snapshot() const { return owner_->core->snapshot(); }
 
-    /// Every status transition from now on; see EventStream.
+    /// Every status transition from now on; see EventStream. What `open()`
+    /// recovered happened before: `Builder::subscribe()` sees that too.
     EventStream subscribe() { return detail::Access::make<EventStream>(owner_->core->subscribe()); }
 
     /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`

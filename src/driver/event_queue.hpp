@@ -4,6 +4,7 @@
 #include <cronoq/detail/wait_list.hpp>
 #include <cronoq/status_event.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -15,6 +16,19 @@ namespace cronoq::detail {
 class EventQueue {
 public:
     explicit EventQueue(std::size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+
+    /// A queue taken from a builder goes to the first scheduler made after
+    /// it, whichever copy of the builder made it: true once only.
+    bool claim() { return !claimed_.exchange(true); }
+    /// The capacity, once the scheduler that adopts the queue is known.
+    void set_capacity(std::size_t capacity) {
+        std::lock_guard lock(mu_);
+        capacity_ = capacity == 0 ? 1 : capacity;
+        while (events_.size() > capacity_) {
+            events_.pop_front();
+            ++dropped_;
+        }
+    }
 
     void push(StatusEvent e) {
         std::lock_guard lock(mu_);
@@ -64,6 +78,7 @@ private:
     std::size_t capacity_;
     std::uint64_t dropped_ = 0;
     bool closed_ = false;
+    std::atomic<bool> claimed_{false};
     std::shared_ptr<WaitList> waits_ = WaitList::create();
 };
 

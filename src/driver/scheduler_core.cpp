@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cassert>
 #include <thread>
+#include <utility>
 
 namespace cronoq::detail {
 
@@ -232,6 +233,14 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     state->abandon_timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
+    // Before anything can happen: a subscription from the builder sees
+    // every event, recovery included.
+    for (const auto& taken : std::exchange(core->s_->options.subscriptions, {})) {
+        auto q = taken.lock();
+        if (!q || !q->claim()) continue;
+        q->set_capacity(core->s_->options.event_capacity);
+        core->attach(q);
+    }
     return core;
 }
 
@@ -465,6 +474,15 @@ void SchedulerCore::shutdown_now() {
 
 std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
     auto q = std::make_shared<EventQueue>(s_->options.event_capacity);
+    attach(q);
+    return q;
+}
+
+std::shared_ptr<EventQueue> SchedulerCore::make_subscription() {
+    return std::make_shared<EventQueue>(SchedulerOptions{}.event_capacity);
+}
+
+void SchedulerCore::attach(const std::shared_ptr<EventQueue>& q) {
     // Under both mutexes: a step that sees the count publishes to it.
     State::Read engine(*s_);
     std::lock_guard delivering(s_->deliver_mu);
@@ -477,7 +495,6 @@ std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
         // subscriber may come back at any time).
         s_->engine.report_implied_transitions(true);
     }
-    return q;
 }
 
 asio::any_io_executor SchedulerCore::get_executor() const { return s_->executor; }

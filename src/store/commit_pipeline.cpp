@@ -3,6 +3,7 @@
 // the background prune's pace, reports in order and the figures.
 #include "commit_pipeline.hpp"
 
+#include "holder_identity.hpp"
 #include "stored_values.hpp"
 
 #include <algorithm>
@@ -28,16 +29,7 @@ constexpr std::size_t prune_chunk = 1000;
 
 }  // namespace
 
-std::string make_holder_name() {
-    static std::atomic<unsigned> instances{0};
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    std::string out = "pid " + std::to_string(::getpid());
-    out += " on ";
-    out += host;
-    out += " #" + std::to_string(++instances);
-    return out;
-}
+std::string make_holder_name() { return HolderIdentity::current().text(); }
 
 CommitPipeline::CommitPipeline(CommitBackend& backend, PipelineConfig config) : backend_(backend), config_(config) {}
 

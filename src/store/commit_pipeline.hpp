@@ -22,7 +22,8 @@
 namespace cronoq::store {
 
 /// Names this process in a lease row: pid, host and a per-process number,
-/// so two stores of one process differ.
+/// so two stores of one process differ, and what tells whether it still
+/// runs (holder_identity.hpp).
 std::string make_holder_name();
 
 /// One write transaction of the lead loop, in this order: the epoch check

@@ -7,6 +7,7 @@
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/duration.hpp>
+#include <cronoq/event_stream.hpp>
 #include <cronoq/pool.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/resource.hpp>
@@ -66,6 +67,25 @@ public:
     }
     /// Capacity of each subscriber's event queue (default 4096).
     Self& event_capacity(std::size_t n) { options_.event_capacity = n; return self(); }
+    /// Subscribes before the scheduler exists: the stream receives every
+    /// status event of the next scheduler made by `open()` or `build()` (of
+    /// this builder or any copy of it), from its creation on. Unlike the
+    /// scheduler's own `subscribe()`, which exists only once `open()` has
+    /// returned, it sees what `open()`'s recovery does: a task that was
+    /// `Running` under a leader that died is retried (`Retrying`, "lease
+    /// lost: scheduler restarted") or ends, before `open()` returns
+    /// (docs/store.md, "The scheduler with a store"). Otherwise it is the
+    /// scheduler's subscription: the same events, `event_capacity`, and it
+    /// ends when that scheduler shuts down (an `open()` that throws
+    /// StoreError shuts its scheduler down: take a new stream for the next
+    /// try). A stream is attached to one scheduler only; the next scheduler
+    /// made from the builder does not publish to it. A `build()` or
+    /// `open()` that throws ConfigError attaches nothing.
+    EventStream subscribe() {
+        auto queue = SchedulerCore::make_subscription();
+        options_.subscriptions.push_back(queue);
+        return Access::make<EventStream>(std::move(queue));
+    }
     /// Keeps the scheduler's state in `store` (SPEC §14): acknowledged work
     /// survives a crash, and processes sharing the store stand by for one
     /// another. Such a scheduler is made with `open()`, which waits to lead

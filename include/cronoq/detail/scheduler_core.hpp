@@ -47,6 +47,10 @@ struct SchedulerOptions {
     std::chrono::nanoseconds abandon_after = std::chrono::seconds(1);
     /// Where the state is kept (SPEC §14); null: in memory only.
     std::shared_ptr<Store> store;
+    /// Subscriptions taken from the builder (`BuilderBase::subscribe`),
+    /// made before the scheduler: `create` attaches those no other
+    /// scheduler took, so they see the recovery of `open()`.
+    std::vector<std::weak_ptr<EventQueue>> subscriptions;
     ErasedCodec codec;
 };
 
@@ -102,6 +106,8 @@ public:
     /// Starts a shutdown with zero grace and does not wait for it.
     void shutdown_now();
     std::shared_ptr<EventQueue> subscribe();
+    /// A queue for `SchedulerOptions::subscriptions`, attached by `create`.
+    static std::shared_ptr<EventQueue> make_subscription();
 
     asio::any_io_executor get_executor() const;
     /// Where blocking work runs; the threads start on first use.
@@ -125,6 +131,7 @@ public:
 
 private:
     explicit SchedulerCore(std::unique_ptr<State> state);
+    void attach(const std::shared_ptr<EventQueue>& queue);
     std::unique_ptr<State> s_;
 };
 

@@ -10,7 +10,10 @@
 namespace cronoq {
 
 struct PostgresStoreConfig {
-    /// The schema that holds the store's tables, created at `connect`.
+    /// The schema that holds the store's tables, created at `connect`. At
+    /// most the server's `max_identifier_length` bytes (63 unless
+    /// PostgreSQL was built otherwise): PostgreSQL would truncate a longer
+    /// name, so two of them could name one schema.
     std::string schema = "cronoq";
     /// How long a leader's lease lasts without renewal (by the server's
     /// clock); renewed every third of it. Also how long commits may keep
@@ -39,7 +42,8 @@ public:
     /// dbname=..." or "postgresql://..."), creates the schema and its
     /// tables when missing and migrates them forward. Throws `StoreError`
     /// as above, and `ConfigError` for a non-positive `leader_lease`, a
-    /// negative `keep_finished` or an empty schema name.
+    /// negative `keep_finished`, or a schema name that is empty or longer
+    /// than the server's `max_identifier_length` (checked once connected).
     static std::shared_ptr<PostgresStore> connect(std::string conninfo, PostgresStoreConfig config = {});
 
     /// Releases leadership (as `journal().release()`) and waits for the

@@ -7,6 +7,25 @@ namespace cronoq {
 
 using namespace store::postgres;
 
+namespace {
+
+/// PostgreSQL truncates a longer identifier (NAMEDATALEN - 1 bytes, 63 by
+/// default), so two names that differ only past it would be one schema
+/// while their advisory locks, derived from the whole names, differ: both
+/// would lead (docs/postgres.md, "Roles and grants").
+void check_schema_length(Connection& connection, const std::string& schema) {
+    const std::size_t limit = std::stoul(connection.exec("SHOW max_identifier_length").text(0, 0));
+    if (schema.size() <= limit) return;
+    std::string what = "PostgresStoreConfig: schema must be at most " + std::to_string(limit) +
+                       " bytes (the server's max_identifier_length), PostgreSQL would truncate it; it has " +
+                       std::to_string(schema.size()) + ": \"";
+    what += schema.substr(0, limit);
+    what += "...\"";
+    throw ConfigError(what);
+}
+
+}  // namespace
+
 std::shared_ptr<PostgresStore> PostgresStore::connect(std::string conninfo, PostgresStoreConfig config) {
     if (config.leader_lease <= std::chrono::nanoseconds(0))
         throw ConfigError("PostgresStoreConfig: leader_lease must be positive");
@@ -15,6 +34,7 @@ std::shared_ptr<PostgresStore> PostgresStore::connect(std::string conninfo, Post
     if (config.schema.empty()) throw ConfigError("PostgresStoreConfig: schema must not be empty");
     auto impl = std::make_unique<Impl>(std::move(conninfo), config);
     impl->inspection = std::make_unique<Connection>(impl->conninfo, config.connect_timeout);
+    check_schema_length(*impl->inspection, config.schema);
     impl->names = std::make_unique<Names>(*impl->inspection, config.schema);
     migrate(*impl->inspection, *impl->names);
     return std::shared_ptr<PostgresStore>(new PostgresStore(std::move(impl)));

@@ -1,5 +1,7 @@
 #include "lease.hpp"
 
+#include "../holder_identity.hpp"
+
 #include <limits>
 
 namespace cronoq::store::sqlite {
@@ -23,7 +25,9 @@ LeaderRow read_leader(Connection& connection) {
                      from_stored(statement.int64(2))};
 }
 
-bool takeable(const LeaderRow& row, WallTime now) { return !row.holder || row.expires_at <= now; }
+bool takeable(const LeaderRow& row, WallTime now) {
+    return !row.holder || row.expires_at <= now || holder_has_ended(*row.holder);
+}
 
 std::optional<std::uint64_t> try_take(Connection& connection, const std::string& holder, WallTime now,
                                       std::chrono::nanoseconds lease) {

@@ -12,8 +12,10 @@ namespace cronoq::store::sqlite {
 
 LeaderRow read_leader(Connection& connection);
 
-/// Whether a standby may take the lease over at `now`: nobody holds it, or
-/// its holder let it run out.
+/// Whether a standby may take the lease over at `now`: nobody holds it, its
+/// holder let it run out, or its holder was a process of this host that has
+/// ended (killed, crashed: no need to wait for the lease; docs/store.md,
+/// "Leadership and fencing").
 bool takeable(const LeaderRow& row, WallTime now);
 
 /// In its own write transaction: takes the lease over if it is takeable,

@@ -89,6 +89,40 @@ TEST_P(Processes, AStandbyTakesOverFromAKilledLeader) {
     expect_acknowledged(site(), b.first, b.end(), "B");
 }
 
+// The service restarted on its host after a SIGKILL (no standby waiting)
+// leads long before the killed leader's lease would run out: SQLite sees
+// that the holder's process ended (docs/store.md, "Leadership and
+// fencing"), PostgreSQL that its session, and with it the lock, is gone.
+TEST_P(Processes, ARestartAfterSigkillLeadsBeforeTheKilledLeadersLeaseRunsOut) {
+    constexpr auto lease = 30s;
+    site().open();
+    LeaderProcess a(site().child_args(), "A", lease);
+    ASSERT_TRUE(a.until("L "));
+    ASSERT_TRUE(a.until("C "));
+    // A renews only later, which would move the expiry later still.
+    const auto expiry = std::chrono::steady_clock::now() + site().lease_left();
+    ASSERT_GT(expiry - std::chrono::steady_clock::now(), lease / 2);
+
+    a.child.signal(SIGKILL);
+    const auto killed = std::chrono::steady_clock::now();
+    EXPECT_EQ(a.child.wait(), 128 + SIGKILL);
+    a.drain();
+    LeaderProcess b(site().child_args(), "B", lease);
+    ASSERT_TRUE(b.until("L ")) << "the restarted process never led";
+    const auto led = std::chrono::steady_clock::now();
+    EXPECT_LT(led, expiry) << "it led only once the killed leader's lease had run out";
+    std::cout << "restart to lead after SIGKILL on one host: "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(led - killed).count() << " ms (lease "
+              << lease.count() << " s)\n";
+    EXPECT_EQ(b.epoch, a.epoch + 1) << "the takeover fences as any other";
+    EXPECT_GE(b.first, a.end());
+    ASSERT_TRUE(b.until("C "));
+    b.child.signal(SIGKILL);
+    b.child.wait();
+    b.drain();
+    expect_acknowledged(site(), a.first, a.end(), "A");
+}
+
 TEST_P(Processes, AFrozenLeaderIsOvertakenFencedAndWritesNothingAfterTheTakeover) {
     constexpr auto lease = 600ms;
     site().open();

@@ -2,6 +2,8 @@
 // reached, and connects that race to create one schema.
 #include "pg_support.hpp"
 
+#include <cronoq/config_error.hpp>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -59,6 +61,33 @@ TEST_F(PgConnect, UnreachableServerFailsAfterTheConnectTimeout) {
         EXPECT_EQ(error.kind(), StoreErrorKind::Io) << error.what();
     }
     EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms) << "it retried until the timeout";
+}
+
+TEST_F(PgConnect, ASchemaNamePostgresqlWouldTruncateIsAConfigError) {
+    PgSchema schema;
+    RawPg raw;
+    ASSERT_EQ(raw.number("SELECT current_setting('max_identifier_length')::int"), 63);
+    // Two names that differ only past byte 63: one schema to PostgreSQL,
+    // two advisory locks to the stores.
+    const std::string common = schema.name() + std::string(63 - schema.name().size(), 'x');
+    for (const std::string& name : {common + "a", common + "b"}) {
+        PostgresStoreConfig config = schema.config();
+        config.schema = name;
+        try {
+            PostgresStore::connect(pg_conninfo(), config);
+            FAIL() << "a schema name of " << name.size() << " bytes was accepted";
+        } catch (const ConfigError& error) {
+            EXPECT_NE(std::string(error.what()).find("at most 63 bytes"), std::string::npos) << error.what();
+        }
+    }
+    EXPECT_EQ(raw.number("SELECT count(*) FROM pg_namespace WHERE nspname = '" + common + "'"), 0)
+        << "the refused name's truncation was created";
+    // 63 bytes is a name PostgreSQL keeps whole.
+    PostgresStoreConfig config = schema.config();
+    config.schema = common;
+    EXPECT_NO_THROW(PostgresStore::connect(pg_conninfo(), config));
+    EXPECT_EQ(raw.number("SELECT count(*) FROM pg_namespace WHERE nspname = '" + common + "'"), 1);
+    raw.exec("DROP SCHEMA IF EXISTS \"" + common + "\" CASCADE");
 }
 
 TEST_F(PgConnect, ConcurrentConnectsMigrateOnce) {
