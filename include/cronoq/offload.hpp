@@ -41,12 +41,12 @@ auto offload(const TaskContext& ctx, F fn) {
         std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
         std::exception_ptr error;
     };
-    return [](TaskContext ctx, F fn) -> asio::awaitable<R> {
+    return [](TaskContext context, F work) -> asio::awaitable<R> {
         auto slot = std::make_shared<Slot>();
-        CancellationToken token = ctx.cancellation_token();
+        CancellationToken token = context.cancellation_token();
         // Build the job and the awaitable in statements of their own: GCC 12
         // destroys by-value temporaries of a co_await full-expression twice.
-        detail::UniqueFunction<void()> job([slot, token, fn = std::move(fn)]() mutable {
+        detail::UniqueFunction<void()> job([slot, token, fn = std::move(work)]() mutable {
             try {
                 if constexpr (std::is_void_v<R>) {
                     if constexpr (takes_token) fn(token); else fn();
@@ -58,7 +58,7 @@ auto offload(const TaskContext& ctx, F fn) {
                 slot->error = std::current_exception();
             }
         });
-        auto done = detail::offload_erased(ctx, std::move(job));
+        auto done = detail::offload_erased(context, std::move(job));
         co_await std::move(done);
         if (slot->error) std::rethrow_exception(slot->error);
         if constexpr (!std::is_void_v<R>) co_return std::move(*slot->value);

@@ -154,6 +154,86 @@ TEST_F(ToolTest, PruneRemovesOldTerminalTasks) {
     EXPECT_NE(bad.err.find("duration"), std::string::npos) << bad.err;
 }
 
+// docs/store.md, cronoq-store: bytes that are not UTF-8 print as U+FFFD, so
+// --json output always parses.
+TEST_F(ToolTest, JsonOutputReplacesBytesThatAreNotUtf8) {
+    store::TaskRow row = task_row(6, std::string("key-\xff\xfe"));
+    row.kind = "kind-\xc3";  // a sequence cut short
+    row.status = TaskStatus::DeadLettered;
+    row.last_error = "boom \x80 at the end";
+    store::Batch batch;
+    batch.changes.push_back(store::TaskInserted{row});
+    ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(std::move(batch))));
+    const std::string bad = "\xef\xbf\xbd";  // U+FFFD
+
+    const ToolRun list = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered"});
+    ASSERT_EQ(list.status, 0) << list.err;
+    const auto tasks = nlohmann::json::parse(list.out);
+    ASSERT_EQ(tasks.size(), 3u);
+    EXPECT_EQ(tasks[2]["key"], "key-" + bad + bad);
+    EXPECT_EQ(tasks[2]["kind"], "kind-" + bad);
+    EXPECT_EQ(tasks[2]["last_error"], "boom " + bad + " at the end");
+
+    const ToolRun show = run_tool(dir, {"--store", file(), "--json", "show", "6"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_EQ(nlohmann::json::parse(show.out)["key"], "key-" + bad + bad);
+    // Text output prints the bytes as stored.
+    const ToolRun text = run_tool(dir, {"--store", file(), "show", "6"});
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("kind: kind-\xc3\n"), std::string::npos) << text.out;
+
+    // A status as stored, whatever its bytes, is a key of tasks_by_status.
+    RawDb(dir.file("s.db")).exec("UPDATE tasks SET status = 'odd' || CAST(x'ff' AS TEXT) WHERE id = 6");
+    const ToolRun stats = run_tool(dir, {"--store", file(), "--json", "stats"});
+    ASSERT_EQ(stats.status, 0) << stats.err;
+    EXPECT_EQ(nlohmann::json::parse(stats.out)["tasks"], 5);
+}
+
+TEST_F(ToolTest, StatsWithoutALeaderHasNoLeaseExpiry) {
+    {
+        SqliteStore::open(dir.file("idle.db"));
+    }
+    const std::string idle = dir.file("idle.db").string();
+    const ToolRun run = run_tool(dir, {"--store", idle, "--json", "stats"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto leader = nlohmann::json::parse(run.out)["leader"];
+    EXPECT_TRUE(leader["holder"].is_null()) << leader;
+    EXPECT_TRUE(leader["lease_expires_at"].is_null()) << leader;
+    const ToolRun text = run_tool(dir, {"--store", idle, "stats"});
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("leader: none"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("1970"), std::string::npos) << text.out;
+
+    // The fixture's store leads: its lease has an expiry.
+    const ToolRun led = run_tool(dir, {"--store", file(), "--json", "stats"});
+    ASSERT_EQ(led.status, 0) << led.err;
+    const auto lease = nlohmann::json::parse(led.out)["leader"]["lease_expires_at"];
+    ASSERT_TRUE(lease.is_string()) << lease;
+    EXPECT_EQ(lease.get<std::string>().size(), 24u);
+}
+
+TEST_F(ToolTest, NumericArgumentsAreDigitsOnly) {
+    for (const std::string limit : {"-1", "-0", "+1", " 1", "1x", "0x10", "", "1.5", "18446744073709551616"}) {
+        const ToolRun run = run_tool(dir, {"--store", file(), "list", "--status", "ready", "--limit", limit});
+        EXPECT_EQ(run.status, 2) << "--limit \"" << limit << "\": " << run.err;
+        EXPECT_NE(run.err.find("--limit needs a number"), std::string::npos) << run.err;
+    }
+    const ToolRun zero = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered", "--limit", "0"});
+    ASSERT_EQ(zero.status, 0) << zero.err;
+    EXPECT_EQ(nlohmann::json::parse(zero.out).size(), 0u);
+    const ToolRun all = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered", "--limit",
+                                       "18446744073709551615"});
+    ASSERT_EQ(all.status, 0) << all.err;
+    EXPECT_EQ(nlohmann::json::parse(all.out).size(), 2u);
+
+    for (const std::string age : {"-1d", "-0s", "+1d", "1d ", "1.5d", "d", "106752d", "9223372036854775808s"}) {
+        const ToolRun run = run_tool(dir, {"--store", file(), "prune", "--older-than", age});
+        EXPECT_EQ(run.status, 2) << "--older-than \"" << age << "\": " << run.err;
+        EXPECT_NE(run.err.find("--older-than needs a duration"), std::string::npos) << run.err;
+    }
+    EXPECT_TRUE(store->get_task(TaskId{4}));  // nothing pruned
+}
+
 TEST_F(ToolTest, ErrorsExitNonZeroWithAMessage) {
     const ToolRun missing = run_tool(dir, {"--store", dir.file("absent.db").string(), "stats"});
     EXPECT_EQ(missing.status, 1);

@@ -1,4 +1,5 @@
-// cronoq-store: inspects a cronoq store from the command line (SPEC §14).
+// cronoq-store: inspects a cronoq store from the command line (docs/store.md,
+// cronoq-store).
 // Reads in short transactions, so it may run while a scheduler leads.
 #include "output.hpp"
 #include "sqlite/connection.hpp"
@@ -150,7 +151,7 @@ private:
 int stats(Reader& db, const Options& options) {
     expect_arguments(options.command, 1);
     const sqlite::StoreStats stats = db.stats();
-    if (options.json) std::cout << tool::stats_json(stats).dump(2) << "\n";
+    if (options.json) std::cout << tool::dump(tool::stats_json(stats)) << "\n";
     else std::cout << tool::stats_text(stats);
     return 0;
 }
@@ -163,20 +164,16 @@ int list(Reader& db, const Options& options) {
     if (!status) throw UsageError{"unknown status \"" + *status_name + "\" (e.g. ready, running, dead_lettered)"};
     std::size_t limit = 100;
     if (const auto text = flag(args, "--limit")) {
-        try {
-            std::size_t used = 0;
-            limit = std::stoul(*text, &used);
-            if (used != text->size()) throw std::invalid_argument(*text);
-        } catch (const std::exception&) {
-            throw UsageError{"--limit needs a number, not \"" + *text + "\""};
-        }
+        const auto count = tool::parse_count(*text);
+        if (!count) throw UsageError{"--limit needs a number of tasks (0 or more), not \"" + *text + "\""};
+        limit = *count;
     }
     expect_arguments(args, 3 + (flag(args, "--limit") ? 2 : 0));
     const auto rows = db.list(*status, limit);
     if (options.json) {
         nlohmann::json out = nlohmann::json::array();
         for (const auto& row : rows) out.push_back(tool::task_json(row));
-        std::cout << out.dump(2) << "\n";
+        std::cout << tool::dump(out) << "\n";
     } else {
         for (const auto& row : rows) std::cout << tool::task_line(row) << "\n";
         std::cerr << rows.size() << " task(s)\n";
@@ -196,7 +193,7 @@ int show(Reader& db, const Options& options) {
         std::cerr << "cronoq-store: no task with id or key \"" << name << "\" in " << options.store << "\n";
         return 1;
     }
-    if (options.json) std::cout << tool::task_json(*row).dump(2) << "\n";
+    if (options.json) std::cout << tool::dump(tool::task_json(*row)) << "\n";
     else std::cout << tool::task_details(*row);
     return 0;
 }
@@ -215,7 +212,7 @@ int prune(Reader& db, const Options& options) {
         total += removed;
         if (removed < 1000) break;
     }
-    if (options.json) std::cout << nlohmann::json{{"pruned", total}}.dump() << "\n";
+    if (options.json) std::cout << tool::dump(nlohmann::json{{"pruned", total}}, -1) << "\n";
     else std::cerr << "pruned " << total << " terminal task(s)\n";
     return 0;
 }

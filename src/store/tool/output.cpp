@@ -7,9 +7,11 @@
 namespace cronoq::store::tool {
 
 std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) {
+    // from_chars would take "-0".
+    if (text.empty() || std::isdigit(static_cast<unsigned char>(text.front())) == 0) return std::nullopt;
     std::int64_t count = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
-    if (error != std::errc() || end == text.data() || count < 0) return std::nullopt;
+    if (error != std::errc()) return std::nullopt;
     const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
     using namespace std::chrono;
     std::int64_t scale = 0;
@@ -20,8 +22,19 @@ std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) {
     else if (unit == "d") scale = 86'400'000'000'000;
     else if (unit == "w") scale = 604'800'000'000'000;
     else return std::nullopt;
-    if (count > std::numeric_limits<std::int64_t>::max() / scale) return nanoseconds::max();
+    if (count > std::numeric_limits<std::int64_t>::max() / scale) return std::nullopt;
     return nanoseconds(count * scale);
+}
+
+std::optional<std::size_t> parse_count(std::string_view text) {
+    std::size_t count = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    return count;
+}
+
+std::string dump(const nlohmann::json& value, int indent) {
+    return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string format_time(WallTime time) {
@@ -112,7 +125,8 @@ nlohmann::json stats_json(const sqlite::StoreStats& stats) {
     out["next_lease_id"] = stats.marks.next_lease_id;
     out["leader"] = {{"holder", stats.leader.holder ? nlohmann::json(*stats.leader.holder) : nlohmann::json(nullptr)},
                      {"epoch", stats.leader.epoch},
-                     {"lease_expires_at", format_time(stats.leader.expires_at)}};
+                     {"lease_expires_at", stats.leader.holder ? nlohmann::json(format_time(stats.leader.expires_at))
+                                                              : nlohmann::json(nullptr)}};
     return out;
 }
 

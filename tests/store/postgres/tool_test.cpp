@@ -75,5 +75,18 @@ TEST(PgTool, ReadsAPostgresStoreWithTheSameCommands) {
     EXPECT_EQ(missing.status, 1);
 }
 
+// docs/store.md, cronoq-store: no lease holder, no expiry (not 1970).
+TEST(PgTool, StatsWithoutALeaderHasNoLeaseExpiry) {
+    ASSERT_FALSE(pg_conninfo().empty()) << "CRONOQ_TEST_PG is not set: run through ctest (label postgres)";
+    PgSchema schema;
+    PostgresStore::connect(pg_conninfo(), schema.config());  // creates the schema, never leads
+    const std::string store = std::string("--store '") + CRONOQ_TEST_PG_URI + "' --schema " + schema.name();
+    const ToolRun stats = tool(store + " --json stats");
+    ASSERT_EQ(stats.status, 0) << stats.out;
+    const auto leader = nlohmann::json::parse(stats.out)["leader"];
+    EXPECT_TRUE(leader["holder"].is_null()) << stats.out;
+    EXPECT_TRUE(leader["lease_expires_at"].is_null()) << stats.out;
+}
+
 }  // namespace
 }  // namespace cronoq::test::tool_test
