@@ -89,7 +89,8 @@ public:
         /// nothing of the builder, which may be a temporary.
         ///
         /// Completion: the scheduler, leading, with what the store held
-        /// recovered. Throws StoreError as above.
+        /// recovered and what the recovery wrote (rows it could not bring
+        /// back, ended `Failed`) committed. Throws StoreError as above.
         ///
         /// Asio cancellation: honours `terminal`, `partial` and `total`:
         /// the wait ends with `operation_aborted` and the scheduler being
