@@ -104,4 +104,33 @@ TEST(DurableRecovery, RowsTheRecoveryEndedFailedAreFailedWhenOpenReturns) {
     EXPECT_EQ(d->status(), TaskStatus::Failed);
 }
 
+// The engine forgets a task past its retention at its next step, and a
+// retry was that step: it forgot the task, then refused it as unknown,
+// while its row (and find) still had it.
+TEST(DurableRecovery, RetryOfATaskWithoutAKeyPastItsRetentionSubmitsItFromItsRow) {
+    test::ScratchDir dir;
+    auto clock = std::make_shared<ManualClock>(std::chrono::system_clock::now());
+    auto sched = Durable::builder()
+                     .threads(1)
+                     .clock(clock)
+                     .retention(1min)
+                     .pool(echo_pool())
+                     .store(test::open_store(dir.file("s.db")))
+                     .open();
+    failing = true;
+    auto failed = sched.submit(Task<std::string>("again"));
+    EXPECT_THROW(failed.get(), TaskFailure);
+    failing = false;
+    clock->advance(1h);
+    auto found = sched.find(TaskRef(failed.id()));
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->status(), TaskStatus::Failed);
+    auto again = sched.retry(TaskRef(failed.id()));
+    ASSERT_TRUE(again.has_value());
+    EXPECT_NE(again->id(), failed.id());
+    EXPECT_EQ(*again->get(), "again!");
+    // A task whose row the store does not hold: nothing to retry.
+    EXPECT_FALSE(sched.retry(TaskRef(TaskId{again->id().value + 1000})).has_value());
+}
+
 }  // namespace durable_recovery_test
