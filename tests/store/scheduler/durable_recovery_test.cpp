@@ -133,4 +133,16 @@ TEST(DurableRecovery, RetryOfATaskWithoutAKeyPastItsRetentionSubmitsItFromItsRow
     EXPECT_FALSE(sched.retry(TaskRef(TaskId{again->id().value + 1000})).has_value());
 }
 
+// Under AddressSanitizer this was a heap-use-after-free: the facade's
+// io_context went before the scheduler core whose strands belong to it.
+TEST(DurableRecovery, OpeningAStoreThatCannotBeRecoveredThrowsAStoreErrorOnly) {
+    test::ScratchDir dir;
+    const auto file = dir.file("s.db");
+    test::open_store(file);
+    // Every table is there, but the recovery's read of the tasks fails.
+    test::RawDb(file).exec("ALTER TABLE tasks DROP COLUMN output");
+    auto store = test::open_store(file);
+    EXPECT_THROW(open(store), StoreError);
+}
+
 }  // namespace durable_recovery_test
