@@ -81,8 +81,12 @@ public:
             check_threads();
             auto io = std::make_unique<asio::io_context>();
             auto core = this->template build_durable_core<P2>(io->get_executor());
-            BlockingScheduler scheduler(std::move(io), core, threads_);
-            auto opened = asio::co_spawn(*scheduler.state_->io, core->open(), asio::use_future);
+            // The facade holds the only reference to the core: when open
+            // throws, the core goes before the io_context its strands
+            // belong to (a local copy would outlive it).
+            auto opening = core->open();
+            BlockingScheduler scheduler(std::move(io), std::move(core), threads_);
+            auto opened = asio::co_spawn(*scheduler.state_->io, std::move(opening), asio::use_future);
             opened.get();
             scheduler.state_->durable = true;
             return scheduler;

@@ -89,7 +89,8 @@ public:
         /// nothing of the builder, which may be a temporary.
         ///
         /// Completion: the scheduler, leading, with what the store held
-        /// recovered. Throws StoreError as above.
+        /// recovered and what the recovery wrote (rows it could not bring
+        /// back, ended `Failed`) committed. Throws StoreError as above.
         ///
         /// Asio cancellation: honours `terminal`, `partial` and `total`:
         /// the wait ends with `operation_aborted` and the scheduler being
@@ -248,10 +249,12 @@ public:
     /// no dependency (the old one's were met when it ran). Empty if the
     /// task is unknown, not terminal, or succeeded; without a store, also
     /// for a retained task without a key (the driver keeps no payload of
-    /// it). A task known only from its stored row gets its deadline and
-    /// start at the same distance from the retry as they were from its
-    /// first submission (its row is read on the calling thread, a short
-    /// transaction; a StoreError if the store cannot be read). Throws
+    /// it); with a store, every ended task whose row the store holds is
+    /// covered, also one forgotten past its retention. A task known only
+    /// from its stored row gets its deadline and start at the same
+    /// distance from the retry as they were from its first submission
+    /// (its row is read on the calling thread, a short transaction; a
+    /// StoreError if the store cannot be read). Throws
     /// SubmitException when the new task cannot be admitted (e.g.
     /// `ShuttingDown`, `UnknownPool`). Safe from any thread.
     std::optional<TaskHandle<O>> retry(TaskRef ref) {

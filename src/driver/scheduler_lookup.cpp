@@ -54,7 +54,12 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::resubmit_one(Ta
     spec.user = to_user(record.get());
     // An old task the engine forgot (known from its row) is replaced by a
     // plain submission; its key, if no other task took it, goes along.
-    auto id = engine.status(old) ? engine.resubmit(old, spec, now) : engine.submit(spec, now);
+    const bool known = engine.status(old).has_value();
+    auto id = known ? engine.resubmit(old, spec, now) : engine.submit(spec, now);
+    // Its retention may end at `now` with no engine step since: resubmit
+    // forgets it first, then refuses it as unknown. Its options are known
+    // all the same (a record's, or the row's): submitted like a forgotten one.
+    if (known && !id && id.error() == SubmitError::Invalid && !engine.status(old)) id = engine.submit(spec, now);
     if (!id) return {id.error(), id.message()};
     auto handle = admitted(id.value(), std::move(record), encoded ? &*encoded : nullptr);
     if (keyed && handle.get() == made && durable) write(store::TaskKeyReleased{old});

@@ -213,16 +213,20 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
     };
     std::vector<core::RestoredTask> tasks;
     std::vector<std::shared_ptr<TaskRecord>> records;
-    const auto fail_row = [&](const store::TaskRow& row, std::string message) {
-        log([id = row.id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
+    const auto fail_task = [&](TaskId id, std::uint32_t attempt, std::string message) {
+        log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
         store::TaskTransition t;
-        t.id = row.id;
+        t.id = id;
         t.status = TaskStatus::Failed;
-        t.attempt = row.attempt;
+        t.attempt = attempt;
         t.last_error = std::move(message);
         t.updated_at = wall;
         durable->batch.changes.emplace_back(std::move(t));
     };
+    const auto fail_row = [&](const store::TaskRow& row, std::string message) {
+        fail_task(row.id, row.attempt, std::move(message));
+    };
+    for (const store::UnreadableRow& row : recovered.unreadable) fail_task(row.id, row.attempt, "decode: " + row.why);
     for (store::TaskRow& row : recovered.tasks) {
         TaskRequest r;
         try {
@@ -334,8 +338,26 @@ asio::awaitable<void> SchedulerCore::open() {
     d.journal.lead(std::move(handlers));
     auto leading = d.leading;
     co_await leading->async_wait(asio::use_awaitable);
+    {
+        std::lock_guard lock(s_->deliver_mu);
+        if (d.open_error) throw *d.open_error;
+    }
+    // What the recovery wrote (rows it ended Failed, attempts it counted
+    // lost) is committed before open returns, so that `find` and the
+    // store's rows show it from then on (docs/store.md, "The scheduler
+    // with a store"). Nothing to wait for when it wrote nothing.
+    store::Sequence recovery = 0;
+    {
+        State::Read read(*s_);
+        recovery = d.enqueued;
+    }
+    auto committed = WaitList::create();
+    s_->wait_commit(recovery, committed);
+    co_await committed->async_wait(asio::use_awaitable);
     std::lock_guard lock(s_->deliver_mu);
     if (d.open_error) throw *d.open_error;
+    if (recovery > d.committed)
+        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the recovery was committed: " + d.lost.value_or(""));
 }
 
 asio::awaitable<void> SchedulerCore::flush() {

@@ -41,6 +41,14 @@ const std::string& terminal_status_list() {
     return list;
 }
 
+std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attempt, const std::string& status) {
+    if (status_from_string(status)) return std::nullopt;
+    std::string why = "unknown status \"";
+    why += status;
+    why += '"';
+    return UnreadableRow{TaskId{static_cast<std::uint64_t>(id)}, static_cast<std::uint32_t>(attempt), std::move(why)};
+}
+
 StoredTask to_stored_task(TaskRow row) {
     StoredTask task;
     task.id = row.id;

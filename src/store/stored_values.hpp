@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace cronoq::store {
@@ -21,6 +22,10 @@ WallTime age_cutoff(WallTime now, std::chrono::nanoseconds age);
 /// "('succeeded', 'failed', ...)": the terminal statuses, by their stored
 /// names, as an SQL list.
 const std::string& terminal_status_list();
+
+/// A recovery's report of a task row whose stored status this build does
+/// not know; empty for a known status.
+std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attempt, const std::string& status);
 
 /// A row as `Store::get_task` and `Store::list` return it.
 StoredTask to_stored_task(TaskRow row);

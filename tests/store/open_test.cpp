@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <sys/stat.h>
 
 namespace cronoq::test::open_test {
@@ -77,6 +78,45 @@ TEST(SqliteOpen, AnotherApplicationsDatabaseIsNotACronoqStore) {
     EXPECT_NE(std::string(error.what()).find("not a cronoq store"), std::string::npos) << error.what();
     // Untouched: still the other application's.
     EXPECT_EQ(RawDb(dir.file("app.db")).query_int("PRAGMA application_id"), 0);
+}
+
+std::string bytes_of(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(SqliteOpen, AForeignDatabaseIsRefusedBeforeAnythingIsWritten) {
+    ScratchDir dir;
+    const auto file = dir.file("app.db");
+    RawDb(file).exec("CREATE TABLE users (id INTEGER PRIMARY KEY); INSERT INTO users VALUES (1)");
+    const std::string before = bytes_of(file);
+    ASSERT_EQ(before.substr(18, 2), std::string("\x01\x01", 2));  // a rollback journal, not WAL
+    const StoreError error = store_error_of([&] { SqliteStore::open(file); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::Corrupt) << error.what();
+    const std::string after = bytes_of(file);
+    EXPECT_EQ(after.substr(18, 2), before.substr(18, 2)) << "switched to WAL mode (header bytes 18-19)";
+    EXPECT_TRUE(after == before) << "the refused file was changed";
+}
+
+// A table or the leader row of a cronoq store dropped by hand: refused at
+// open, naming it, rather than a scheduler's open() waiting forever for a
+// lead it cannot take (no leader table) or failing later as if fenced.
+TEST(SqliteOpen, AStoreMissingATableOrItsLeaderRowIsCorrupt) {
+    for (const std::string table : {"leader", "tasks", "meta", "recurring"}) {
+        ScratchDir dir;
+        SqliteStore::open(dir.file("s.db"));
+        RawDb(dir.file("s.db")).exec("DROP TABLE " + table);
+        const StoreError error = store_error_of([&] { SqliteStore::open(dir.file("s.db")); });
+        EXPECT_EQ(error.kind(), StoreErrorKind::Corrupt) << table << ": " << error.what();
+        EXPECT_NE(std::string(error.what()).find(table), std::string::npos) << error.what();
+        EXPECT_NE(std::string(error.what()).find("missing"), std::string::npos) << error.what();
+    }
+    ScratchDir dir;
+    SqliteStore::open(dir.file("s.db"));
+    RawDb(dir.file("s.db")).exec("DELETE FROM leader");
+    const StoreError error = store_error_of([&] { SqliteStore::open(dir.file("s.db")); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::Corrupt) << error.what();
+    EXPECT_NE(std::string(error.what()).find("leader row is missing"), std::string::npos) << error.what();
 }
 
 TEST(SqliteOpen, ANewerSchemaIsRefused) {

@@ -134,12 +134,25 @@ struct RecurringRow {
     std::optional<WallTime> last_fired;
 };
 
+/// A task row the store could not read (a status this build does not
+/// know): the scheduler ends it `Failed`, `"decode: <why>"`, like a row
+/// whose payload or options cannot be decoded (docs/store.md, "Recovery
+/// load").
+struct UnreadableRow {
+    TaskId id;
+    std::uint32_t attempt = 0;
+    std::string why;
+};
+
 /// The state a new leader starts from, read after it took the lease, so no
 /// other process writes in between.
 struct Recovered {
     /// Every non-terminal row, and the terminal ones updated within the
     /// retention `lead` was given; by id.
     std::vector<TaskRow> tasks;
+    /// Rows of the same selection that could not be read; one such row
+    /// never stops a recovery.
+    std::vector<UnreadableRow> unreadable;
     std::vector<RecurringRow> recurring;
     /// 0 where never written.
     HighWaterMarks marks;

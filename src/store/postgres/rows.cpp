@@ -224,7 +224,15 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
     sql += " WHERE status NOT IN " + terminal_status_list();
     sql += " OR updated_at >= $1 ORDER BY id";
     Result tasks = c.exec(sql, {Param(to_stored(terminal_since))});
-    for (int i = 0; i < tasks.rows(); ++i) out.tasks.push_back(read_row(tasks, i, n));
+    for (int i = 0; i < tasks.rows(); ++i) {
+        // An unknown status is reported, not thrown: one such row must not
+        // keep every other task of the store from coming back.
+        if (auto bad = unknown_status(tasks.int64(i, 0), tasks.int64(i, 5), tasks.text(i, 4))) {
+            out.unreadable.push_back(std::move(*bad));
+            continue;
+        }
+        out.tasks.push_back(read_row(tasks, i, n));
+    }
     Result recurring = c.exec("SELECT name, definition, last_fired FROM " + n.recurring + " ORDER BY name");
     for (int i = 0; i < recurring.rows(); ++i) {
         RecurringRow row{recurring.text(i, 0), recurring.text(i, 1), std::nullopt};

@@ -139,7 +139,15 @@ Recovered load(Connection& connection, WallTime terminal_since) {
                             terminal_status_list() + " OR updated_at >= ?1 ORDER BY id";
     Statement tasks(connection, sql.c_str());
     tasks.bind(1, to_stored(terminal_since));
-    while (tasks.step()) out.tasks.push_back(read_row(tasks, connection));
+    while (tasks.step()) {
+        // An unknown status is reported, not thrown: one such row must not
+        // keep every other task of the store from coming back.
+        if (auto bad = unknown_status(tasks.int64(0), tasks.int64(5), tasks.text(4))) {
+            out.unreadable.push_back(std::move(*bad));
+            continue;
+        }
+        out.tasks.push_back(read_row(tasks, connection));
+    }
 
     Statement recurring(connection, "SELECT name, definition, last_fired FROM recurring ORDER BY name");
     while (recurring.step())

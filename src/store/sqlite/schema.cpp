@@ -80,10 +80,12 @@ bool check(const Header& header, const Connection& connection) {
 
 }  // namespace
 
+void recognise(Connection& connection) {
+    ReadTransaction read(connection);
+    check(read_header(connection), connection);
+}
+
 void configure_writer(Connection& connection, Durability durability) {
-    // The header is read first so that a file that is not a database fails
-    // as Corrupt before anything tries to change it.
-    connection.query_int("PRAGMA application_id");
     Statement journal(connection, "PRAGMA journal_mode=WAL");
     if (!journal.step() || journal.text(0) != "wal")
         throw StoreError(StoreErrorKind::Io, "cannot switch the store " + connection.path().string() +
@@ -114,6 +116,24 @@ void migrate(Connection& connection) {
     connection.exec(("PRAGMA application_id=" + std::to_string(cronoq_application_id)).c_str());
     connection.exec(("PRAGMA user_version=" + std::to_string(version)).c_str());
     transaction.commit();
+}
+
+void check_tables(Connection& connection) {
+    ReadTransaction read(connection);
+    std::string missing;
+    for (const char* table : {"tasks", "recurring", "meta", "leader"}) {
+        Statement exists(connection, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1");
+        if (exists.bind(1, std::string_view(table)).step()) continue;
+        missing += missing.empty() ? "" : ", ";
+        missing += table;
+    }
+    if (!missing.empty())
+        throw StoreError(StoreErrorKind::Corrupt, "the store " + connection.path().string() +
+                                                      " is damaged: its table(s) " + missing + " are missing");
+    // Without it no process could ever take the lead: open() would wait forever.
+    if (connection.query_int("SELECT count(*) FROM leader WHERE id = 1") != 1)
+        throw StoreError(StoreErrorKind::Corrupt,
+                         "the store " + connection.path().string() + " is damaged: its leader row is missing");
 }
 
 std::int64_t verify(Connection& connection) {

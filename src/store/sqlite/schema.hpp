@@ -12,6 +12,12 @@ inline constexpr std::int64_t schema_version = 1;
 /// "CRNQ", in `PRAGMA application_id`: marks the file as a cronoq store.
 inline constexpr std::int64_t cronoq_application_id = 0x43524E51;
 
+/// Throws Corrupt for a file that is not a cronoq store (another
+/// application's database, not a database) and SchemaTooNew for a newer
+/// schema, reading only: a file refused is never changed (docs/store.md,
+/// "Schema (version 1)", Opening). An empty database passes.
+void recognise(Connection& connection);
+
 /// WAL journal, the durability's synchronous level and a bounded WAL, for
 /// a connection that writes.
 void configure_writer(Connection& connection, Durability durability);
@@ -21,6 +27,12 @@ void configure_writer(Connection& connection, Durability durability);
 /// Corrupt for a file that is not a cronoq store and SchemaTooNew for a
 /// newer schema.
 void migrate(Connection& connection);
+
+/// Throws Corrupt naming what is missing when a table of the schema, or
+/// the leader row, is gone (a damaged store): without them the scheduler's
+/// open() could not lead or recover, and would wait or fail later as if
+/// fenced.
+void check_tables(Connection& connection);
 
 /// Checks, without writing, that the file is a cronoq store of a schema
 /// this build reads; returns its version.

@@ -29,8 +29,10 @@ std::shared_ptr<SqliteStore> SqliteStore::open(std::filesystem::path file, Sqlit
         throw ConfigError("SqliteStoreConfig: keep_finished must not be negative");
     auto impl = std::make_unique<Impl>(std::move(file), config);
     impl->writer = std::make_unique<Connection>(impl->path, Connection::Mode::Create, busy_wait(config));
+    recognise(*impl->writer);
     configure_writer(*impl->writer, config.durability);
     migrate(*impl->writer);
+    check_tables(*impl->writer);
     impl->inspection = std::make_unique<Connection>(impl->path, Connection::Mode::ReadWrite, busy_wait(config));
     // A value near SQLITE_LIMIT_LENGTH would fail its commit (and, retried,
     // every commit after it): such a value is refused before it is written.

@@ -51,5 +51,30 @@ TEST(PgScheduler, RunsTasksAndASecondSchedulerFindsThem) {
     sched.shutdown(5s);
 }
 
+// The recovery's load shares SQLite's rule (docs/store.md, "Recovery
+// load"): a row it cannot read ends Failed and the rest comes back.
+TEST(PgScheduler, ARowWithAnUnknownStatusEndsFailedWithoutStoppingOpen) {
+    ASSERT_FALSE(pg_conninfo().empty()) << "CRONOQ_TEST_PG is not set: run through ctest (label postgres)";
+    PgSchema schema;
+    TaskId zombie{};
+    TaskId fine{};
+    {
+        auto sched = Sched::builder().pool(echo()).store(PostgresStore::connect(pg_conninfo(), schema.config(2s))).open();
+        zombie = sched.submit(Task<std::string>("zombie").start_in(1h)).id();
+        fine = sched.submit(Task<std::string>("fine").start_in(2h)).id();
+        sched.shutdown(0s);
+    }
+    RawPg().exec("UPDATE \"" + schema.name() + "\".tasks SET status = 'zombie' WHERE id = " +
+                 std::to_string(zombie.value));
+    auto store = PostgresStore::connect(pg_conninfo(), schema.config(2s));
+    auto sched = Sched::builder().pool(echo()).store(store).open();
+    EXPECT_EQ(sched.status(TaskRef(fine)), TaskStatus::Scheduled);
+    const auto row = store->get_task(zombie);
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->status, TaskStatus::Failed);
+    EXPECT_EQ(row->last_error, "decode: unknown status \"zombie\"");
+    sched.shutdown(5s);
+}
+
 }  // namespace
 }  // namespace cronoq::test::scheduler_test
