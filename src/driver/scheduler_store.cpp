@@ -169,7 +169,9 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
         for (auto& [seq, d] : durable->held) held.push_back(std::move(d));
         durable->held.clear();
         for (Deferred& d : held) fail_uncommitted(d);
-        if (!durable->open_error && lost.reason != store::LostReason::Released)
+        if (!durable->open_error && lost.recovery_error)
+            durable->open_error.emplace(*lost.recovery_error, lost.message);
+        else if (!durable->open_error && lost.reason != store::LostReason::Released)
             durable->open_error.emplace(StoreErrorKind::Fenced, "leadership lost: " + lost.message);
     }
     const std::string why = lost.reason == store::LostReason::Released

@@ -97,7 +97,7 @@ void CommitPipeline::pause(nanoseconds duration) {
     wake_.wait_for(lock, duration, [&] { return release_requested_; });
 }
 
-void CommitPipeline::lose(LostReason reason, std::string message) {
+void CommitPipeline::lose(LostReason reason, std::string message, std::optional<StoreErrorKind> recovery_error) {
     {
         std::lock_guard lock(mutex_);
         finished_ = true;
@@ -106,7 +106,7 @@ void CommitPipeline::lose(LostReason reason, std::string message) {
         pending_changes_ = 0;
     }
     backend_.stopped();
-    if (handlers_.on_lost) handlers_.on_lost(LeadershipLost{reason, std::move(message)});
+    if (handlers_.on_lost) handlers_.on_lost(LeadershipLost{reason, std::move(message), recovery_error});
 }
 
 void CommitPipeline::run() {
@@ -120,7 +120,7 @@ void CommitPipeline::run() {
         recovered = backend_.recover(*epoch, age_cutoff(system_clock::now(), handlers_.retention));
     } catch (const StoreError& error) {
         lose(error.kind() == StoreErrorKind::Fenced ? LostReason::Fenced : LostReason::Failed,
-             std::string("cannot recover: ") + error.what());
+             std::string("cannot recover: ") + error.what(), error.kind());
         return;
     }
     recovered.epoch = *epoch;

@@ -108,7 +108,7 @@ private:
     /// Takes queued batches, in order, for one transaction (under mutex_).
     std::vector<Queued> take_group();
     void put_back(std::vector<Queued> group);
-    void lose(LostReason reason, std::string message);
+    void lose(LostReason reason, std::string message, std::optional<StoreErrorKind> recovery_error = std::nullopt);
     void record_commit(std::chrono::nanoseconds latency, std::size_t changes);
     /// Sleeps up to `duration`; returns early when released.
     void pause(std::chrono::nanoseconds duration);

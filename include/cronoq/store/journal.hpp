@@ -170,6 +170,11 @@ struct LeadershipLost {
     LostReason reason = LostReason::Released;
     /// Says why, with the store's error where there is one.
     std::string message;
+    /// Set when the lead ended because the store could not be read to
+    /// recover (the process never led): the kind of that error, which is
+    /// what a waiting `open()` throws (`Corrupt` for a damaged store, not
+    /// `Fenced`).
+    std::optional<StoreErrorKind> recovery_error;
 };
 
 struct LeadHandlers {
