@@ -47,7 +47,8 @@ const PoolRuntime* SchedulerCore::State::remote_pool_of(const TaskRequest& r) co
 std::string SchedulerCore::State::lease_too_large(const TaskRequest& r, const PoolRuntime& pool,
                                                   std::size_t payload_bytes) const {
     const std::size_t limit = lease_limit.load(std::memory_order_relaxed);
-    const std::size_t bound = lease_size_bound(payload_bytes, *pool.name, r.kind, r.key.value_or(std::string{}), r.tags);
+    const std::size_t bound =
+        lease_size_bound(payload_bytes, *pool.name, r.kind, r.key.value_or(std::string{}), r.tags);
     if (bound <= limit) return {};
     std::size_t tag_bytes = 0;
     for (const auto& [name, value] : r.tags) tag_bytes += name.size() + value.size();
