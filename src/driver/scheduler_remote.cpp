@@ -44,6 +44,19 @@ const PoolRuntime* SchedulerCore::State::remote_pool_of(const TaskRequest& r) co
     return nullptr;  // unknown: the engine says so
 }
 
+std::string SchedulerCore::State::lease_too_large(const TaskRequest& r, const PoolRuntime& pool,
+                                                  std::size_t payload_bytes) const {
+    const std::size_t limit = lease_limit.load(std::memory_order_relaxed);
+    const std::size_t bound =
+        lease_size_bound(payload_bytes, *pool.name, r.kind, r.key.value_or(std::string{}), r.tags);
+    if (bound <= limit) return {};
+    std::size_t tag_bytes = 0;
+    for (const auto& [name, value] : r.tags) tag_bytes += name.size() + value.size();
+    return "lease: up to " + std::to_string(bound) + " bytes encoded (payload " + std::to_string(payload_bytes) +
+           ", key " + std::to_string(r.key ? r.key->size() : 0) + ", tags " + std::to_string(tag_bytes) +
+           "), more than the worker server sends (max_message_bytes " + std::to_string(limit) + ")";
+}
+
 void SchedulerCore::State::dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime& pool) {
     auto attempt = attempt_blocks.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record.engine_ref, static_cast<const TaskInfo*>(&record));
@@ -80,26 +93,34 @@ void SchedulerCore::State::dispatch_remote(core::Dispatch& d, TaskRecord& record
             } catch (const std::exception& e) {
                 problem = std::string("payload: the codec cannot encode it: ") + e.what();
             }
-            if (const std::size_t limit = payload_limit.load(std::memory_order_relaxed); problem.empty() && out.payload.size() > limit)
-                problem = "payload: " + std::to_string(out.payload.size()) +
-                          " bytes encoded, more than the worker server accepts (" + std::to_string(limit) + ")";
+        }
+        if (problem.empty()) {
+            out.kind = r.kind;
+            out.key = r.key().value_or(std::string{});
+            out.tags = r.tags();
+            out.timeout = timeout;
+            if (r.deadline) out.deadline_unix_ns = unix_ns(*r.deadline);
+            // A lease the session cannot send (admitted before the server
+            // said its limit, recovered from a store, a recurring
+            // occurrence) fails here, and only this attempt.
+            try {
+                session->lease(std::move(out));
+            } catch (const std::exception& e) {
+                problem = e.what();
+            } catch (...) {
+                problem = "lease: the worker's session cannot send it";
+            }
         }
         if (!problem.empty()) {
             // The worker never sees it; the attempt fails for good, as its
             // worker would report it (posted: this runs while delivering).
+            // Permanent: every worker of the server gets the same message.
             RemoteEnd end{a->worker, a->lease, RemoteEnd::Kind::Ended,
                           AttemptOutput{nullptr, TaskError::permanent(std::move(problem)), {}}, {}};
             asio::post(executor, [weak = self, end = std::move(end)]() mutable {
                 if (auto core = weak.lock()) core->s_->post_remote(std::move(end));
             });
-            return;
         }
-        out.kind = r.kind;
-        out.key = r.key().value_or(std::string{});
-        out.tags = r.tags();
-        out.timeout = timeout;
-        if (r.deadline) out.deadline_unix_ns = unix_ns(*r.deadline);
-        to_session("lease", [&] { session->lease(std::move(out)); });
     }));
 }
 
@@ -124,10 +145,17 @@ void SchedulerCore::State::shutdown_sessions() {
         for (auto& [id, link] : remote_links) sessions.push_back(link.session);
     }
     if (sessions.empty()) return;
-    // With a store the work goes on under the next leader: workers go there.
-    deferred.emplace_back(UniqueFunction<void()>([sessions = std::move(sessions), not_leader = durable != nullptr] {
-        for (const auto& session : sessions)
-            to_session("shutdown", [&] { session->shutdown("the scheduler shut down", not_leader); });
+    // `not_leader` only when another scheduler may lead at once: this one
+    // lost the lead, or gives it up for a standby as a store-backed shutdown
+    // does. Without a store nobody takes over: the workers back off
+    // (docs/remote.md, Reconnects).
+    std::string reason = "the scheduler shut down";
+    if (durable)
+        reason = durable->lead_ended ? "the scheduler lost the lead"
+                                     : "the scheduler shut down and released the lead: a standby may take it";
+    deferred.emplace_back(UniqueFunction<void()>([sessions = std::move(sessions), reason = std::move(reason),
+                                                  not_leader = durable != nullptr] {
+        for (const auto& session : sessions) to_session("shutdown", [&] { session->shutdown(reason, not_leader); });
     }));
 }
 
@@ -202,7 +230,9 @@ public:
         s_->apply(now);
     }
 
-    void limit_payload(std::size_t bytes) override { s_->payload_limit.store(bytes, std::memory_order_relaxed); }
+    void limit_lease(std::size_t max_message_bytes) override {
+        s_->lease_limit.store(max_message_bytes, std::memory_order_relaxed);
+    }
 
 private:
     // The output is decoded here, on the reporting thread, never under the

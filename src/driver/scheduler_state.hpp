@@ -261,7 +261,7 @@ struct SchedulerCore::State {
     std::mutex remote_mu;  // after `mu` when both are taken
     std::unordered_map<std::uint64_t, RemoteWorkerLink> remote_links;  // by worker; guarded by remote_mu
     std::shared_ptr<RemoteHost> host;                                   // guarded by remote_mu
-    std::atomic<std::size_t> payload_limit{std::numeric_limits<std::size_t>::max()};
+    std::atomic<std::size_t> lease_limit{std::numeric_limits<std::size_t>::max()};  // RemoteHost::limit_lease
 
     // ---- guarded by `deliver_mu`: what steps leave for after `mu` -----------------
     LightMutex deliver_mu;
@@ -333,6 +333,9 @@ struct SchedulerCore::State {
     void abort_remote(const core::Abort& a, std::shared_ptr<Attempt> attempt);
     /// The remote pool a request goes to; null for a local one (or unknown).
     const PoolRuntime* remote_pool_of(const TaskRequest& r) const;
+    /// Why a task of the remote pool `pool` with `payload_bytes` encoded could
+    /// not be sent to its workers; empty when it can.
+    std::string lease_too_large(const TaskRequest& r, const PoolRuntime& pool, std::size_t payload_bytes) const;
     /// Whether `r`'s payload is encoded before the mutex (a store, a remote pool).
     bool needs_encoding(const TaskRequest& r) const { return durable || (any_remote && remote_pool_of(r)); }
     /// Mutex held, at the end of a shutdown: every worker is told.

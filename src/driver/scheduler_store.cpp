@@ -41,10 +41,9 @@ SubmitResult<Encoded> SchedulerCore::State::encode(const TaskRequest& r) const {
         return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
                                           " bytes encoded, more than the store accepts (" +
                                           std::to_string(durable->max_value_bytes) + ")"};
-    if (const std::size_t limit = payload_limit.load(std::memory_order_relaxed); remote && e.payload.size() > limit)
-        return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
-                                          " bytes encoded, more than the worker server accepts (" +
-                                          std::to_string(limit) + ")"};
+    if (remote)
+        if (auto problem = lease_too_large(r, *remote, e.payload.size()); !problem.empty())
+            return {SubmitError::Invalid, std::move(problem)};
     if (durable) e.options = encode_options(r, e.wall);
     return e;
 }

@@ -1,12 +1,40 @@
 #include "server_session.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 namespace cronoq::detail {
 
+namespace {
+
+/// A status message travels in a trailer, and a client refuses trailers
+/// past its metadata limit (8 KiB by default) as RESOURCE_EXHAUSTED, which
+/// hides the refusal: what a refusal echoes of a worker's input (its pool's
+/// name) is cut to this.
+constexpr std::size_t max_status_message = 1024;
+
+grpc::Status bounded(grpc::Status status) {
+    const std::string& message = status.error_message();
+    if (message.size() <= max_status_message) return status;
+    std::size_t cut = max_status_message;
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    return grpc::Status(status.error_code(),
+                        message.substr(0, cut) + "... (cut: " + std::to_string(message.size()) + " bytes in all)",
+                        status.error_details());
+}
+
+}  // namespace
+
 // ---- StreamSession ------------------------------------------------------------------
 
-void StreamSession::lease(RemoteLeaseOut lease) { send(wire::lease(lease)); }
+void StreamSession::lease(RemoteLeaseOut lease) {
+    auto message = wire::lease(lease);
+    if (const std::size_t size = message.ByteSizeLong(); size > max_message_bytes_)
+        throw std::length_error("lease: " + std::to_string(size) +
+                                " bytes encoded, more than the worker server sends (max_message_bytes " +
+                                std::to_string(max_message_bytes_) + ")");
+    send(std::move(message));
+}
 
 void StreamSession::abort(LeaseId lease, std::string reason) { send(wire::abort(lease, reason)); }
 
@@ -45,7 +73,7 @@ void StreamSession::finish(grpc::Status status, bool drop_queued) {
         if (!reactor_ || finished_) return;
         // Already finishing, at least as urgently: the first status stands.
         if (finish_wanted_ && (finish_at_once_ || !drop_queued)) return;
-        finish_wanted_ = std::move(status);
+        finish_wanted_ = bounded(std::move(status));
         finish_at_once_ = drop_queued;
         if (drop_queued) {
             // The front may be in flight: it must stay until its write completes.
@@ -118,7 +146,9 @@ bool same_secret(std::string_view a, std::string_view b) {
 }  // namespace
 
 WorkReactor::WorkReactor(std::shared_ptr<ServerShared> shared, grpc::CallbackServerContext* context)
-    : shared_(std::move(shared)), context_(context), session_(std::make_shared<StreamSession>(this)) {
+    : shared_(std::move(shared)),
+      context_(context),
+      session_(std::make_shared<StreamSession>(this, shared_->max_message_bytes)) {
     bool stopping = false;
     {
         std::lock_guard lock(shared_->mu);

@@ -38,8 +38,11 @@ struct ServerShared {
 class StreamSession : public RemoteSession, public std::enable_shared_from_this<StreamSession> {
 public:
     using Reactor = grpc::ServerBidiReactor<v1::WorkerMessage, v1::ServerMessage>;
-    explicit StreamSession(Reactor* reactor) : reactor_(reactor) {}
+    StreamSession(Reactor* reactor, std::size_t max_message_bytes)
+        : reactor_(reactor), max_message_bytes_(max_message_bytes) {}
 
+    /// Throws std::length_error for a lease larger than `max_message_bytes`:
+    /// gRPC would fail its write and end the stream with every lease on it.
     void lease(RemoteLeaseOut lease) override;
     void abort(LeaseId lease, std::string reason) override;
     void shutdown(std::string reason, bool not_leader) override;
@@ -50,7 +53,7 @@ public:
     /// Ends the stream with `status`: after the queued messages (and after
     /// `start`), or at once when `drop_queued` (a refusal, a stream whose
     /// worker is gone). A later call only upgrades a queued finish to an
-    /// immediate one.
+    /// immediate one. A long message is cut (docs/remote.md, Refusals).
     void finish(grpc::Status status, bool drop_queued);
     void write_done(bool ok);
     /// The reactor is done: nothing is written any more.
@@ -68,6 +71,7 @@ private:
 
     std::mutex mu_;
     Reactor* reactor_;  // null once detached
+    const std::size_t max_message_bytes_;
     std::deque<v1::ServerMessage> queue_;  // the front is in flight while writing_
     bool started_ = false;
     bool writing_ = false;

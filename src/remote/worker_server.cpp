@@ -37,12 +37,17 @@ private:
     std::shared_ptr<detail::ServerShared> shared_;
 };
 
-/// The largest payload a lease may carry: what is left of a message for
-/// the lease's other fields (kind, key, tags) is 64 KiB, or half of a
-/// small limit.
-std::size_t payload_limit(std::size_t max_message_bytes) {
-    constexpr std::size_t headroom = 64 * 1024;
-    return max_message_bytes > 2 * headroom ? max_message_bytes - headroom : max_message_bytes / 2;
+/// gRPC takes a port past 65535 modulo 2^16 and a missing one as 443:
+/// `listen` must end in a port in [0, 65535] (a `unix:` path has none).
+void check_listen(const std::string& listen) {
+    if (listen.rfind("unix:", 0) == 0 || listen.rfind("unix-abstract:", 0) == 0) return;
+    const auto colon = listen.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+    const bool digits = !port.empty() && port.size() <= 5 &&
+                        port.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoul(port) > 65535)
+        throw std::runtime_error("cronoq::WorkerServer: cannot listen on " + listen +
+                                 ": the address must end in :<port>, a port in [0, 65535]");
 }
 
 }  // namespace
@@ -59,6 +64,12 @@ struct WorkerServer::Impl {
     void stop() {
         if (stopped) return;
         stopped = true;
+        if (!server) {
+            // start failed before serving (a TLS file, the address): no stream
+            // ever began.
+            if (shared) shared->host.reset();
+            return;
+        }
         std::set<std::shared_ptr<detail::StreamSession>> sessions;
         {
             std::lock_guard lock(shared->mu);
@@ -81,6 +92,7 @@ WorkerServer WorkerServer::start_for_host(std::shared_ptr<detail::RemoteHost> ho
     if (!host) throw std::invalid_argument("cronoq::WorkerServer: no host");
     if (config.max_message_bytes < 1024 || config.max_message_bytes > static_cast<std::size_t>(INT_MAX))
         throw std::invalid_argument("cronoq::WorkerServer: max_message_bytes must be in [1024, 2^31)");
+    check_listen(config.listen);
     auto impl = std::make_unique<Impl>();
     impl->shared = std::make_shared<detail::ServerShared>();
     impl->shared->host = host;
@@ -105,12 +117,14 @@ WorkerServer WorkerServer::start_for_host(std::shared_ptr<detail::RemoteHost> ho
     builder.RegisterService(impl->service.get());
     builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes));
     builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes));
+    // gRPC sets SO_REUSEPORT by default: a second server on a port in use
+    // would bind too, and the workers would be split between two schedulers.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     impl->server = builder.BuildAndStart();
-    if (!impl->server || impl->port == 0) {
-        impl->stopped = true;
-        throw std::runtime_error("cronoq::WorkerServer: cannot listen on " + config.listen);
-    }
-    host->limit_payload(payload_limit(config.max_message_bytes));
+    if (!impl->server || impl->port == 0)
+        throw std::runtime_error("cronoq::WorkerServer: cannot listen on " + config.listen +
+                                 " (an address in use, or one this host does not have)");
+    host->limit_lease(config.max_message_bytes);
     return WorkerServer(std::move(impl));
 }
 

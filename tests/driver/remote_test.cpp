@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,7 +35,12 @@ using Sched = Scheduler<std::string, int>;  // payloads as raw bytes, outputs as
 /// A worker's stream as the scheduler sees it: records every call.
 class RecordingSession : public detail::RemoteSession {
 public:
+    /// A lease with this payload throws, as a server's session does for
+    /// one larger than its message limit.
+    std::string refuse_payload;
+
     void lease(RemoteLeaseOut lease) override {
+        if (lease.payload == refuse_payload) throw std::length_error("lease: cannot send " + lease.payload);
         std::lock_guard lock(mu_);
         pending_.push_back(lease);
         leases_.push_back(std::move(lease));
@@ -282,18 +288,50 @@ TEST(RemoteDriver, LabelledTaskWaitsForItsWorkerWithoutHoldingBackOthers) {
     EXPECT_EQ(r.error(), SubmitError::Invalid) << "labels need a remote pool";
 }
 
-TEST(RemoteDriver, APayloadLargerThanTheServerAcceptsIsInvalidAtSubmit) {
+TEST(RemoteDriver, ALeaseLargerThanTheServerSendsIsInvalidAtSubmit) {
     RemoteFixture f;
-    f.host->limit_payload(8);
-    auto r = f.sched.try_submit(Task<std::string>("123456789").pool("remote"));
+    f.host->limit_lease(1024);
+    const std::string half(512, 'x');
+    auto r = f.sched.try_submit(Task<std::string>(std::string(1024, 'x')).pool("remote"));
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error(), SubmitError::Invalid);
-    EXPECT_NE(r.message().find("9 bytes"), std::string::npos) << r.message();
-    EXPECT_TRUE(f.sched.try_submit(Task<std::string>("12345678").pool("remote")).has_value());
-    EXPECT_TRUE(f.sched.try_submit(Task<std::string>("123456789").pool("local")).has_value()) << "a local pool has no limit";
-    auto batch = f.sched.try_submit_batch({Task<std::string>("ok").pool("remote"), Task<std::string>("much too long").pool("remote")});
+    EXPECT_NE(r.message().find("payload 1024"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find("max_message_bytes 1024"), std::string::npos) << r.message();
+    EXPECT_TRUE(f.sched.try_submit(Task<std::string>(half).pool("remote")).has_value());
+    // The payload fits, the lease does not: its key and tags count too.
+    r = f.sched.try_submit(Task<std::string>(half).pool("remote").key(half));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.message().find("key 512"), std::string::npos) << r.message();
+    r = f.sched.try_submit(Task<std::string>(half).pool("remote").tag("t", half));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.message().find("tags 513"), std::string::npos) << r.message();
+    EXPECT_TRUE(f.sched.try_submit(Task<std::string>(std::string(1024, 'x')).pool("local")).has_value())
+        << "a local pool has no limit";
+    auto batch = f.sched.try_submit_batch(
+        {Task<std::string>("ok").pool("remote"), Task<std::string>(std::string(1024, 'x')).pool("remote")});
     ASSERT_FALSE(batch.has_value());
     EXPECT_EQ(batch.error(), SubmitError::Invalid);
+}
+
+TEST(RemoteDriver, ALeaseItsSessionCannotSendFailsThatAttemptForGood) {
+    RemoteFixture f;
+    auto session = std::make_shared<RecordingSession>();
+    session->refuse_payload = "too big";
+    f.connect(session, 2);
+    auto refused = f.submit(Task<std::string>("too big"));
+    auto fine = f.submit(Task<std::string>("fine"));
+    ASSERT_EQ(session->leases().size(), 1u) << "the other lease went out on the same session";
+    f.vt.io.poll();  // the failure is posted: the session threw while its lease was delivered
+    ASSERT_EQ(refused.status(), TaskStatus::Failed);
+    try {
+        test::run(f.vt.io, refused.result());
+        ADD_FAILURE() << "a lease that cannot be sent must fail its task";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Failed);
+        EXPECT_EQ(e.attempt(), 1u) << "permanent: no worker of that server can take it";
+        EXPECT_EQ(e.message(), "lease: cannot send too big");
+    }
+    EXPECT_EQ(fine.status(), TaskStatus::Running);
 }
 
 TEST(RemoteDriver, ConnectRefusesUnknownAndLocalPoolsAndAfterShutdown) {

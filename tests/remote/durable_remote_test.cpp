@@ -3,6 +3,7 @@
 // and ends on a worker of the next scheduler, its output kept in the store.
 // Workers are child processes (child_worker.cpp); which worker ran a task,
 // and as which attempt, is in its output ("<name> attempt=<n>").
+#include "raw_worker.hpp"
 #include "remote_support.hpp"
 
 #include <cronoq/blocking_scheduler.hpp>
@@ -89,6 +90,21 @@ TEST(DurableRemote, AnAttemptRunningOnAWorkerAtShutdownRunsAgainOnTheNextSchedul
     // The aborted attempt counts as lost: the task runs again, elsewhere.
     EXPECT_EQ(second.output_of("held"), "w2 attempt=2");
     EXPECT_EQ(second.sched.status(TaskRef("held")), TaskStatus::Succeeded);
+}
+
+TEST(DurableRemote, AShutdownThatReleasesTheLeadTellsWorkersNotLeader) {
+    ScratchDir dir;
+    DurableServed s(dir.file("s.db"));
+    RawWorker worker("127.0.0.1:" + std::to_string(s.server->port()));
+    const auto first = worker.read();
+    ASSERT_TRUE(first && first->has_registered());
+    s.sched.shutdown(0s);
+    // The lead is free for a standby at once: the worker reconnects at once,
+    // through a target that reaches the standbys (docs/remote.md, Reconnects).
+    const auto shutdown = worker.read_until_shutdown();
+    ASSERT_TRUE(shutdown);
+    EXPECT_TRUE(shutdown->not_leader());
+    EXPECT_EQ(shutdown->reason(), "the scheduler shut down and released the lead: a standby may take it");
 }
 
 }  // namespace

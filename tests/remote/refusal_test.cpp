@@ -124,6 +124,47 @@ TEST(Refusal, AnUnknownPoolIsNotFound) {
     EXPECT_NE(std::string(e->what()).find("NOT_FOUND: cronoq: no pool named \"nope\""), std::string::npos) << e->what();
 }
 
+TEST(Refusal, AnUnknownPoolWithAHugeNameIsStillNotFoundWithABoundedMessage) {
+    // The name is echoed in the refusal: echoed whole, the status would be
+    // larger than gRPC's metadata limit and reach the worker as
+    // RESOURCE_EXHAUSTED, which it retries for ever.
+    Served s(token_config());
+    auto options = options_for(s.address());
+    options.pool = std::string(100'000, 'p');
+    const auto e = refusal(run_worker(options));
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), 5) << e->what();
+    const std::string what = e->what();
+    EXPECT_NE(what.find("NOT_FOUND: cronoq: no pool named \"ppp"), std::string::npos) << what.substr(0, 200);
+    EXPECT_LT(what.size(), 2048u);
+    EXPECT_NE(what.find("100"), std::string::npos) << "the cut says how long the whole was: " << what;
+}
+
+TEST(Refusal, AListenAddressThatIsInvalidOrTakenIsARuntimeError) {
+    auto host = std::make_shared<RecordingHost>();
+    for (const char* listen : {"127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:", "127.0.0.1", "127.0.0.1:7x"}) {
+        WorkerServerConfig config;
+        config.listen = listen;
+        try {
+            auto server = WorkerServer::start_for_host(host, config);
+            ADD_FAILURE() << listen << " was taken, serving on port " << server.port();
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(listen), std::string::npos) << e.what();
+        }
+    }
+    WorkerServerConfig config;
+    config.listen = "127.0.0.1:0";
+    auto first = WorkerServer::start_for_host(host, config);
+    // Two servers on one port would split the workers between them.
+    config.listen = "127.0.0.1:" + std::to_string(first.port());
+    try {
+        auto second = WorkerServer::start_for_host(host, config);
+        ADD_FAILURE() << "a second server listens on " << config.listen;
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(config.listen), std::string::npos) << e.what();
+    }
+}
+
 /// A raw client of the protocol: sends `message` first and returns how the
 /// server ended the stream.
 grpc::Status raw_exchange(const std::string& address, const v1::WorkerMessage& message,
@@ -165,8 +206,8 @@ TEST(Refusal, AMessageOverMaxMessageBytesIsResourceExhausted) {
     Served s(config);
     {
         auto lock = s.host->lock();
-        ASSERT_TRUE(s.host->payload_limit);
-        EXPECT_LT(*s.host->payload_limit, config.max_message_bytes);  // room for the lease's other fields
+        ASSERT_TRUE(s.host->lease_limit);
+        EXPECT_EQ(*s.host->lease_limit, config.max_message_bytes);
     }
     auto message = register_message(3);
     (*message.mutable_register_()->mutable_labels())["big"] = std::string(config.max_message_bytes, 'x');
@@ -254,6 +295,22 @@ TEST_F(Tls, AVerifiedClientCertificateNeedsNoToken) {
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), 16);
     EXPECT_NE(std::string(e->what()).find("no verified client certificate"), std::string::npos) << e->what();
+}
+
+TEST_F(Tls, AMissingCertificateKeyOrCaFileIsARuntimeErrorNamingIt) {
+    const auto missing = dir_->path() / "missing.pem";
+    for (int which = 0; which < 3; ++which) {
+        auto config = tls_config(true);
+        if (which == 0) config.tls->cert = missing;
+        if (which == 1) config.tls->key = missing;
+        if (which == 2) config.tls->ca = missing;
+        try {
+            Served s(config);
+            ADD_FAILURE() << "served with a missing file (" << which << ")";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(missing.string()), std::string::npos) << e.what();
+        }
+    }
 }
 
 }  // namespace

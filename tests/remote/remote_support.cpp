@@ -52,9 +52,9 @@ void RecordingHost::disconnect(detail::WorkerId worker) {
     changed_.notify_all();
 }
 
-void RecordingHost::limit_payload(std::size_t bytes) {
+void RecordingHost::limit_lease(std::size_t max_message_bytes) {
     std::lock_guard lock(mu_);
-    payload_limit = bytes;
+    lease_limit = max_message_bytes;
 }
 
 bool RecordingHost::wait(const std::function<bool()>& ready) {

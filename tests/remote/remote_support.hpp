@@ -49,7 +49,7 @@ public:
     std::size_t set_slots(detail::WorkerId worker, std::size_t slots) override;
     void report(detail::WorkerId worker, detail::RemoteReport report) override;
     void disconnect(detail::WorkerId worker) override;
-    void limit_payload(std::size_t bytes) override;
+    void limit_lease(std::size_t max_message_bytes) override;
 
     /// Waits (under the lock) until `ready()` holds; false after the hang guard.
     bool wait(const std::function<bool()>& ready);
@@ -61,7 +61,7 @@ public:
     std::vector<std::pair<detail::WorkerId, detail::RemoteReport>> reports;
     std::vector<std::pair<detail::WorkerId, std::size_t>> slot_requests;
     std::vector<detail::WorkerId> disconnected;
-    std::optional<std::size_t> payload_limit;
+    std::optional<std::size_t> lease_limit;
 
     /// The reports for `lease` of kind `T`.
     template <class T>

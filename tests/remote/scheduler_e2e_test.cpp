@@ -3,6 +3,7 @@
 // pools together. Which worker ran a task is in its output ("<name>
 // attempt=<n>", child_worker.cpp's `who`); a worker proves it is connected
 // by running a task labelled with its name (no polling).
+#include "raw_worker.hpp"
 #include "remote_support.hpp"
 
 #include <cronoq/blocking_scheduler.hpp>
@@ -31,13 +32,15 @@ struct Served {
     std::optional<WorkerServer> server;
     std::uint16_t port = 0;
 
-    explicit Served(RemotePool pool = work_pool()) : sched(Sched::builder().threads(2).pool(std::move(pool)).build()) {
-        serve("127.0.0.1:0");
+    explicit Served(RemotePool pool = work_pool(), bool serve_now = true)
+        : sched(Sched::builder().threads(2).pool(std::move(pool)).build()) {
+        if (serve_now) serve("127.0.0.1:0");
     }
-    void serve(const std::string& listen) {
+    void serve(const std::string& listen, std::size_t max_message_bytes = WorkerServerConfig{}.max_message_bytes) {
         WorkerServerConfig config;
         config.listen = listen;
         config.tokens = {"secret"};
+        config.max_message_bytes = max_message_bytes;
         auto scheduler = sched.scheduler();  // a copy shares the scheduler
         server.emplace(WorkerServer::start(scheduler, std::move(config)));
         port = server->port();
@@ -203,6 +206,53 @@ TEST(SchedulerE2E, NackedLeasesGoToAnotherWorkerWithoutCountingAnAttempt) {
     std::vector<BlockingHandle<std::string>> tasks;
     for (int i = 0; i < 10; ++i) tasks.push_back(s.submit(Task<std::string>("reject_on:w1")));
     for (auto& h : tasks) EXPECT_EQ(*h.get(), "w2 attempt=1");
+}
+
+TEST(SchedulerE2E, ALeaseLargerThanMaxMessageBytesIsInvalidAtSubmitThoughItsPayloadFits) {
+    Served s(work_pool(), false);
+    s.serve("127.0.0.1:0", 256 * 1024);
+    const std::string payload(192 * 1024, 'p');
+    auto r = s.sched.try_submit(
+        Task<std::string>(payload).pool("work").key(std::string(40 * 1024, 'k')).tag("t", std::string(40 * 1024, 'v')));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error(), SubmitError::Invalid);
+    EXPECT_NE(r.message().find("lease"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find("262144"), std::string::npos) << "names the limit: " << r.message();
+    const auto at = r.message().find("up to ");
+    ASSERT_NE(at, std::string::npos) << r.message();
+    EXPECT_GE(std::stoul(r.message().substr(at + 6)), 192u * 1024 + 80 * 1024) << "names the lease's size: " << r.message();
+    auto fits = s.sched.try_submit(Task<std::string>(payload).pool("work").key("k").tag("t", "v"));
+    EXPECT_TRUE(fits.has_value()) << fits.message();
+}
+
+TEST(SchedulerE2E, ALeaseTooLargeToSendFailsThatAttemptAndNotTheOthersOnItsWorker) {
+    // Submitted while no server had said its limit: admitted, and too large
+    // for the server started next.
+    Served s(work_pool(), false);
+    auto oversize = s.submit(Task<std::string>("who").key(std::string(300 * 1024, 'k')));
+    std::vector<BlockingHandle<std::string>> others;
+    for (int i = 0; i < 3; ++i) others.push_back(s.submit(Task<std::string>("who")));
+    s.serve("127.0.0.1:0", 256 * 1024);
+    auto w1 = s.worker("w1", 4);  // all four leased to it at once, the oversize one first
+    const auto f = failure_of(oversize);
+    EXPECT_EQ(f.status(), TaskStatus::Failed) << f.what();
+    EXPECT_EQ(f.attempt(), 1u) << "permanent: no worker of this server can take it";
+    EXPECT_NE(f.message().find("262144"), std::string::npos) << f.message();
+    // Its worker's stream went on: the others ran there once.
+    for (auto& h : others) EXPECT_EQ(*h.get(), "w1 attempt=1");
+    s.proves_connected("w1");
+}
+
+TEST(SchedulerE2E, AShutdownWithoutAStoreSaysSoAndNotThatTheLeadMoved) {
+    Served s;
+    RawWorker worker(s.target());
+    const auto first = worker.read();
+    ASSERT_TRUE(first && first->has_registered());
+    s.sched.shutdown(0s);
+    const auto shutdown = worker.read_until_shutdown();
+    ASSERT_TRUE(shutdown);
+    EXPECT_EQ(shutdown->reason(), "the scheduler shut down");
+    EXPECT_FALSE(shutdown->not_leader()) << "no other scheduler takes over: the worker backs off";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <stdexcept>
 
 namespace cronoq::test::worker_flow_test {
 namespace {
@@ -116,6 +117,27 @@ TEST(WorkerFlow, AWorkerRunsNoMoreThanItsGrantedSlots) {
     ASSERT_TRUE(std::holds_alternative<R::Nack>(second));
     EXPECT_EQ(std::get<R::Nack>(second).reason, "the worker runs all its granted slots");
     EXPECT_FALSE(s.host->end_report(LeaseId{1}).has_value());
+}
+
+TEST(WorkerFlow, ALeaseLargerThanMaxMessageBytesIsRefusedAndTheStreamGoesOn) {
+    WorkerServerConfig config;
+    config.max_message_bytes = 64 * 1024;
+    Served s(config);
+    Child worker(worker_args(s.target(), {"slots=4"}));
+    ASSERT_TRUE(s.wait_connected(1));
+    s.host->send_lease(0, 1, "block");
+    ASSERT_EQ(worker.read_until("S "), "S 1");
+    // Written, it would fail gRPC's send and end the stream with lease 1.
+    EXPECT_THROW(s.host->send_lease(0, 2, std::string(config.max_message_bytes, 'x')), std::length_error);
+    s.host->send_lease(0, 3, "echo:after");
+    ASSERT_TRUE(s.host->wait([&] { return s.host->end_report(LeaseId{3}).has_value(); }));
+    auto lock = s.host->lock();
+    const auto after = s.host->end_report(LeaseId{3})->what;
+    ASSERT_TRUE(std::holds_alternative<R::Complete>(after));
+    EXPECT_EQ(std::get<R::Complete>(after).output, "after");
+    EXPECT_FALSE(s.host->end_report(LeaseId{1}).has_value()) << "lease 1 still runs";
+    EXPECT_TRUE(s.host->disconnected.empty());
+    EXPECT_EQ(s.host->connected.size(), 1u);
 }
 
 TEST(WorkerFlow, AKilledWorkerIsDisconnectedAtOnce) {

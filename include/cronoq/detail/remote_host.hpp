@@ -8,11 +8,13 @@
 #include <cronoq/ids.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -51,13 +53,18 @@ struct RemoteLeaseOut {
 class RemoteSession {
 public:
     virtual ~RemoteSession() = default;
-    /// A new lease for this worker (one of its granted slots).
+    /// A new lease for this worker (one of its granted slots). Throws when
+    /// this one message cannot be sent (larger than the stream's message
+    /// limit): the scheduler fails the attempt for good with what() and
+    /// the stream goes on (docs/remote.md, Message size).
     virtual void lease(RemoteLeaseOut lease) = 0;
     /// The scheduler abandoned this lease (cancelled, timed out, expired,
     /// shutdown): the slot is already free and later reports are ignored.
     virtual void abort(LeaseId lease, std::string reason) = 0;
-    /// The scheduler stops serving this worker (`not_leader`: it lost the
-    /// lead, so the worker should reconnect at once, possibly elsewhere).
+    /// The scheduler stops serving this worker (`not_leader`: another
+    /// scheduler may lead at once, as after a lost lead or a store-backed
+    /// shutdown, so the worker should reconnect at once, possibly elsewhere;
+    /// docs/remote.md, Reconnects).
     virtual void shutdown(std::string reason, bool not_leader) = 0;
 };
 
@@ -119,9 +126,27 @@ public:
     /// ("worker disconnected") and are retried elsewhere; its slots leave
     /// the pool's capacity. Idempotent.
     virtual void disconnect(WorkerId worker) = 0;
-    /// The largest payload a lease may carry (`max_message_bytes` of the
-    /// server); a larger one is `SubmitError::Invalid` at submit.
-    virtual void limit_payload(std::size_t bytes) = 0;
+    /// The largest message the server sends (its `max_message_bytes`): a
+    /// task whose lease could be larger (`lease_size_bound`) is
+    /// `SubmitError::Invalid` at submit.
+    virtual void limit_lease(std::size_t max_message_bytes) = 0;
 };
+
+/// An upper bound of the encoded size of a lease message (workers.proto's
+/// `ServerMessage{lease}`) with these fields: each string's bytes with the
+/// longest field tag and length prefix protobuf gives it, each tag's map
+/// entry framing, and a fixed allowance for the rest (the envelope, ids,
+/// attempt, timeout, deadline, content type). Never below the real size,
+/// so a task that passes at submit can be sent (docs/remote.md, Message size).
+inline std::size_t lease_size_bound(std::size_t payload_bytes, std::string_view pool, std::string_view kind,
+                                    std::string_view key,
+                                    const std::vector<std::pair<std::string, std::string>>& tags) {
+    constexpr std::size_t field = 1 + 10;     // a field's tag and its length as a varint, at most
+    constexpr std::size_t tag_entry = 3 * field;  // a map entry: itself, its name, its value
+    constexpr std::size_t rest = 256;
+    std::size_t bound = rest + 4 * field + payload_bytes + pool.size() + kind.size() + key.size();
+    for (const auto& [name, value] : tags) bound += tag_entry + name.size() + value.size();
+    return bound;
+}
 
 }  // namespace cronoq::detail

@@ -28,8 +28,10 @@ struct WorkerServerConfig {
     /// empty: plaintext (loopback and trusted networks only).
     std::optional<TlsFiles> tls;
     /// The largest message received or sent; a larger incoming message
-    /// ends its stream with RESOURCE_EXHAUSTED, and a payload that would
-    /// not fit in a lease is `SubmitError::Invalid` at submit.
+    /// ends its stream with RESOURCE_EXHAUSTED, a task whose lease could
+    /// be larger is `SubmitError::Invalid` at submit, and a lease larger
+    /// all the same fails its attempt for good, not the stream
+    /// (docs/remote.md, Message size).
     std::size_t max_message_bytes = 4 << 20;
 };
 
@@ -39,7 +41,8 @@ struct WorkerServerConfig {
 /// what it sends into reports. Refusals: a missing or unknown token
 /// `UNAUTHENTICATED`, an unknown pool `NOT_FOUND`, a pool that is not
 /// remote or another protocol version `FAILED_PRECONDITION`, a scheduler
-/// shutting down `UNAVAILABLE`, each with a message naming the cause.
+/// shutting down `UNAVAILABLE`, each with a message naming the cause (at
+/// most 1 KiB: what it echoes of the worker's input is cut).
 ///
 /// Move-only. `stop()` (also run by the destructor) sends
 /// `shutdown{"server stopping"}` to every worker, ends the streams (their
@@ -47,8 +50,9 @@ struct WorkerServerConfig {
 class WorkerServer {
 public:
     /// Starts serving `scheduler`'s remote pools on `config.listen`.
-    /// Throws `std::runtime_error` when the address cannot be bound or a
-    /// TLS file cannot be read.
+    /// Throws `std::runtime_error` naming the cause when the address is
+    /// invalid (no port, or one past 65535) or cannot be bound (in use:
+    /// `SO_REUSEPORT` is off), or a TLS file cannot be read (naming it).
     template <class P, class O>
     static WorkerServer start(Scheduler<P, O>& scheduler, WorkerServerConfig config) {
         return start_for_host(detail::Access::remote_host(scheduler), std::move(config));

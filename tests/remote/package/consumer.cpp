@@ -13,7 +13,7 @@ struct NoPools : cronoq::detail::RemoteHost {
     std::size_t set_slots(cronoq::detail::WorkerId, std::size_t) override { return 0; }
     void report(cronoq::detail::WorkerId, cronoq::detail::RemoteReport) override {}
     void disconnect(cronoq::detail::WorkerId) override {}
-    void limit_payload(std::size_t) override {}
+    void limit_lease(std::size_t) override {}
 };
 
 asio::awaitable<cronoq::Result<std::string>> echo(cronoq::RemoteLease<std::string> lease) {
