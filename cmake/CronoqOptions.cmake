@@ -10,7 +10,7 @@ option(CRONOQ_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang on
 option(CRONOQ_UNITY_BUILD "Compile sources in batches (unity builds)" ON)
 set(CRONOQ_SANITIZE "" CACHE STRING "Sanitizers to build with: address,undefined or thread")
 
-# Optional components, each with a dependency (SPEC §14, §15): AUTO builds it
+# Optional components, each with a dependency (docs/guide/durability.md, docs/remote.md): AUTO builds it
 # when the dependency is found, ON requires it (configuring fails without
 # it), OFF leaves it out.
 foreach(feature IN ITEMS SQLITE POSTGRES GRPC)

@@ -1,5 +1,5 @@
 #pragma once
-// Configuration of the default autoscaling policy (SPEC §9). A pool with
+// Configuration of the default autoscaling policy (docs/guide/resources-and-bounds.md). A pool with
 // `workers(min, initial, max)` and `autoscale(AutoscaleConfig{})` moves its
 // capacity within [min, max] from queue pressure; `Pool::scaler(S)` swaps in
 // a user policy (see scaler.hpp).
@@ -42,7 +42,7 @@ namespace cronoq {
 /// slots retire only as they finish). Keep `min` at the concurrency such
 /// work needs, or raise `stabilization_window`.
 ///
-/// An aggregate with a default for every field, in the order SPEC §9 lists
+/// An aggregate with a default for every field, in the order docs/guide/resources-and-bounds.md lists
 /// them: `AutoscaleConfig{}` or `AutoscaleConfig{std::chrono::seconds(2)}`.
 /// Validated at build (a `ConfigError` naming the field, e.g.
 /// "autoscale.ewma_alpha must be in (0, 1]").

@@ -1,5 +1,5 @@
 #pragma once
-// Caps on queued work and what happens when they are reached (SPEC §8).
+// Caps on queued work and what happens when they are reached (docs/guide/resources-and-bounds.md).
 #include <cstddef>
 #include <limits>
 #include <string_view>

@@ -1,6 +1,6 @@
 #pragma once
 // CancellationToken: how non-coroutine code sees that an attempt was
-// abandoned (SPEC §4).
+// abandoned (docs/guide/executors.md).
 #include <cronoq/detail/access.hpp>
 
 #include <cstdint>

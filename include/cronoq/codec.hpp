@@ -1,6 +1,6 @@
 #pragma once
-// codec<T>: how payloads and outputs cross a store (SPEC §14) or reach
-// remote workers (SPEC §15) as bytes.
+// codec<T>: how payloads and outputs cross a store (docs/guide/durability.md) or reach
+// remote workers (docs/remote.md) as bytes.
 #include <nlohmann/json.hpp>
 
 #include <concepts>

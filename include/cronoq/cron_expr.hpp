@@ -1,5 +1,5 @@
 #pragma once
-// The cron engine behind recurring schedules (SPEC §6), public so that users
+// The cron engine behind recurring schedules (docs/guide/time-and-cron.md), public so that users
 // and tests can evaluate schedules directly.
 #include <chrono>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // Dependency edges between tasks and the policy for references to keys that
-// do not exist yet (SPEC §7).
+// do not exist yet (docs/guide/dependencies-and-keys.md).
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The Executor concept (SPEC §4).
+// The Executor concept (docs/guide/executors.md).
 #include <cronoq/ids.hpp>
 #include <cronoq/result.hpp>
 #include <cronoq/task_context.hpp>

@@ -24,7 +24,7 @@ struct LeaseId {
     constexpr explicit operator bool() const { return value != 0; }
 };
 
-/// Identifies a connected remote worker (SPEC §15): unique in the process,
+/// Identifies a connected remote worker (docs/remote.md): unique in the process,
 /// never reused; 0 is never a valid id.
 struct WorkerId {
     std::uint64_t value = 0;

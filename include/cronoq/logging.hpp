@@ -1,5 +1,5 @@
 #pragma once
-// cronoq logs through spdlog on a logger named "cronoq" (SPEC §10).
+// cronoq logs through spdlog on a logger named "cronoq" (docs/guide/operations.md).
 #include <memory>
 
 namespace spdlog {

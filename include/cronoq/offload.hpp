@@ -1,5 +1,5 @@
 #pragma once
-// offload(): run blocking work off the event loop (SPEC §4).
+// offload(): run blocking work off the event loop (docs/guide/executors.md).
 #include <cronoq/cancellation_token.hpp>
 #include <cronoq/detail/unique_function.hpp>
 #include <cronoq/task_context.hpp>

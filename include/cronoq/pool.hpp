@@ -96,7 +96,7 @@ public:
         return *this;
     }
 
-    /// Attempts of this pool run on remote workers (SPEC §15), not on a
+    /// Attempts of this pool run on remote workers (docs/remote.md), not on a
     /// local executor (an executor set before is dropped; one set after
     /// makes the pool local again). Its capacity is the sum of the slots
     /// granted to its connected workers, capped by `workers(...)`'s max if
@@ -146,7 +146,7 @@ public:
     /// Dependencies on keys no task holds: `Reject` (default) or `Await`.
     Pool& unknown_dependency(UnknownDependency policy) { state_.engine.unknown_dependency = policy; return *this; }
     /// Moves the capacity within [min, max] of `workers` from queue
-    /// pressure (SPEC §9; see AutoscaleConfig). Scaling down never aborts a
+    /// pressure (docs/guide/resources-and-bounds.md; see AutoscaleConfig). Scaling down never aborts a
     /// running attempt.
     Pool& autoscale(AutoscaleConfig config) { state_.engine.autoscale = config; return *this; }
     /// A user autoscaling policy (see the Scaler concept); turns autoscaling
@@ -161,7 +161,7 @@ public:
         return *this;
     }
     /// Cap on this pool's tasks that are not yet running, and what a
-    /// submission beyond it does (SPEC §8; default unbounded, `Wait`).
+    /// submission beyond it does (docs/guide/resources-and-bounds.md; default unbounded, `Wait`).
     Pool& bounds(Bounds b) { state_.engine.bounds = b; return *this; }
     Pool& overflow(OverflowPolicy policy) { state_.engine.overflow = policy; return *this; }
     /// Where this pool's attempts run (default: the scheduler's executor).

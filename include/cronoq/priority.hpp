@@ -1,5 +1,5 @@
 #pragma once
-// Priority classes and the constants of the dispatch score (SPEC §3).
+// Priority classes and the constants of the dispatch score (docs/guide/ordering.md).
 #include <array>
 #include <chrono>
 #include <cstdint>

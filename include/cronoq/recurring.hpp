@@ -1,5 +1,5 @@
 #pragma once
-// Recurring<P>: a task template run on a cron schedule (SPEC §6).
+// Recurring<P>: a task template run on a cron schedule (docs/guide/time-and-cron.md).
 #include <cronoq/detail/access.hpp>
 #include <cronoq/detail/task_request.hpp>
 #include <cronoq/duration.hpp>

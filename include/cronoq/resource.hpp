@@ -1,5 +1,5 @@
 #pragma once
-// Shared resources (SPEC §8): declared once on the scheduler, used by every
+// Shared resources (docs/guide/resources-and-bounds.md): declared once on the scheduler, used by every
 // pool. A task asks for units with `Task::resource(name, amount)`.
 #include <cstdint>
 #include <string>

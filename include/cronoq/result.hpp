@@ -1,5 +1,5 @@
 #pragma once
-// Result<O>: what an attempt produces, an output or a TaskError (SPEC §4).
+// Result<O>: what an attempt produces, an output or a TaskError (docs/guide/executors.md).
 #include <cronoq/task_error.hpp>
 
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Retry policy (SPEC §5).
+// Retry policy (docs/guide/ordering.md).
 #include <chrono>
 #include <cstdint>
 

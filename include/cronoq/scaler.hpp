@@ -1,5 +1,5 @@
 #pragma once
-// The pluggable autoscaling policy (SPEC §9): what a pool's scaler is shown
+// The pluggable autoscaling policy (docs/guide/resources-and-bounds.md): what a pool's scaler is shown
 // at each evaluation, and the concept a user policy satisfies.
 #include <cronoq/priority.hpp>
 

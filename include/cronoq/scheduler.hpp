@@ -1,5 +1,5 @@
 #pragma once
-// Scheduler<P, O>: the asynchronous driver (SPEC §1, §11, §12).
+// Scheduler<P, O>: the asynchronous driver (docs/design.md, docs/guide/README.md, docs/guide/operations.md).
 #include <cronoq/detail/builder_base.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/duration.hpp>
@@ -80,7 +80,7 @@ public:
 
         /// With a store (`store(...)`): waits until this process leads on
         /// it (standbys wait here), recovers what the store holds, and
-        /// returns the scheduler (SPEC §14). Throws ConfigError without a
+        /// returns the scheduler (docs/guide/durability.md). Throws ConfigError without a
         /// store, and StoreError when the lead ends before it began (the
         /// store was released or fenced meanwhile).
         ///
@@ -116,7 +116,7 @@ public:
 
     /// Submits without waiting. Errors: UnknownPool, UnknownResource,
     /// ResourceExceedsCapacity, ShuttingDown, Invalid (also a payload the
-    /// store's codec refuses or finds too large); past a bound (SPEC §8)
+    /// store's codec refuses or finds too large); past a bound (docs/guide/resources-and-bounds.md)
     /// Full under `OverflowPolicy::Wait`, Overloaded under `Reject` or a
     /// shedding policy that finds no victim; for fixed starts and
     /// dependencies ReservationConflict, Cycle, UnknownDependency. A key
@@ -131,7 +131,7 @@ public:
     /// suspends until there is room, in FIFO order among waiting
     /// submitters (a `try_submit` that finds room is admitted at once). At
     /// shutdown, waiting submitters fail with `ShuttingDown`. With a store
-    /// it then waits until the admission is committed (SPEC §14: this is
+    /// it then waits until the admission is committed (docs/guide/durability.md: this is
     /// the acknowledgement).
     ///
     /// Completion: the handle of the admitted task, or of the task that
@@ -151,7 +151,7 @@ public:
         co_return detail::Access::make<TaskHandle<O>>(std::move(state));
     }
 
-    /// Submits independent tasks in one engine step (SPEC §13): each is
+    /// Submits independent tasks in one engine step (docs/design.md): each is
     /// admitted or rejected on its own, as `try_submit` would (never
     /// waits; `Full` under `OverflowPolicy::Wait`). Results in the order of
     /// `tasks`. Unlike `try_submit_batch`, one rejection admits the rest.
@@ -174,7 +174,7 @@ public:
         return out;
     }
 
-    /// Submits every task or none (SPEC §7). Tasks may depend on each other
+    /// Submits every task or none (docs/guide/dependencies-and-keys.md). Tasks may depend on each other
     /// by key, in any order; a key defined twice is `DuplicateKeyInBatch`.
     /// Handles come back in the order of `tasks`.
     SubmitResult<std::vector<TaskHandle<O>>> try_submit_batch(std::vector<Task<P>> tasks) {
@@ -273,7 +273,7 @@ public:
 
     /// Stops admitting (`ShuttingDown`); queued tasks end `Cancelled`
     /// (with a store they are handed over to the next leader instead,
-    /// SPEC §14); running attempts get `grace` to finish, then are
+    /// docs/guide/durability.md); running attempts get `grace` to finish, then are
     /// cancelled. `grace`: any `std::chrono::duration`, saturated into
     /// nanoseconds. Safe to call again (a later call can only shorten the
     /// grace).

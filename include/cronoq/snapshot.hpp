@@ -1,5 +1,5 @@
 #pragma once
-// Snapshot: every pool's figures over the metrics window (SPEC §10), from
+// Snapshot: every pool's figures over the metrics window (docs/guide/operations.md), from
 // `Scheduler::snapshot()`, serializable with nlohmann_json.
 #include <cronoq/core/engine.hpp>
 #include <cronoq/store_snapshot.hpp>
@@ -22,7 +22,7 @@ namespace cronoq {
 /// (capacity, busy, held, desired, pending) are as of now.
 struct PoolSnapshot : core::PoolStats {
     std::string name;
-    /// A remote pool's connected workers (SPEC §15; its `capacity` is the
+    /// A remote pool's connected workers (docs/remote.md; its `capacity` is the
     /// slots granted to them); empty for a local pool.
     std::optional<std::size_t> remote_workers;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// Policies of fixed starts and recurring schedules (SPEC §6).
+// Policies of fixed starts and recurring schedules (docs/guide/time-and-cron.md).
 #include <cstdint>
 #include <string_view>
 

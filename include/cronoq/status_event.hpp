@@ -9,7 +9,7 @@
 
 namespace cronoq {
 
-/// One status transition of one task (SPEC §10).
+/// One status transition of one task (docs/guide/operations.md).
 struct StatusEvent {
     TaskId id;
     std::optional<std::string> key;

@@ -1,12 +1,12 @@
 #pragma once
-// StoreSnapshot: a store's commit figures, in `Snapshot::store` (SPEC §14
+// StoreSnapshot: a store's commit figures, in `Snapshot::store` (docs/guide/durability.md
 // "Store figures") and as a store's journal reports them.
 #include <chrono>
 #include <cstdint>
 
 namespace cronoq {
 
-/// A scheduler's store (SPEC §14) at one instant: its commit pipeline
+/// A scheduler's store (docs/guide/durability.md) at one instant: its commit pipeline
 /// since the store opened.
 struct StoreSnapshot {
     std::uint64_t commits = 0;            ///< successful transactions

@@ -1,5 +1,5 @@
 #pragma once
-// Submission errors and the expected-like SubmitResult (SPEC §11).
+// Submission errors and the expected-like SubmitResult (docs/guide/README.md).
 #include <stdexcept>
 #include <string>
 #include <string_view>

@@ -1,5 +1,5 @@
 #pragma once
-// Task<P>: the description of one unit of work, built fluently (SPEC §11).
+// Task<P>: the description of one unit of work, built fluently (docs/guide/README.md).
 #include <cronoq/dep.hpp>
 #include <cronoq/detail/access.hpp>
 #include <cronoq/detail/task_request.hpp>
@@ -37,7 +37,7 @@ public:
     /// it again runs nothing new and returns a handle to that task. Handed
     /// to attempts as `TaskContext::key()`; names the task in a `TaskRef`.
     Task& key(std::string k) { state_.more().key = std::move(k); return *this; }
-    /// A soft deadline: urgency rises as its latest start nears (SPEC §3).
+    /// A soft deadline: urgency rises as its latest start nears (docs/guide/ordering.md).
     template <class Rep, class Period>
     Task& deadline_in(std::chrono::duration<Rep, Period> d) {
         state_.more().deadline_in = saturating_ns(d);
@@ -45,7 +45,7 @@ public:
         return *this;
     }
     Task& deadline_at(std::chrono::system_clock::time_point t) { state_.more().deadline_at = t; state_.more().deadline_in.reset(); return *this; }
-    /// A fixed start (SPEC §6): the task is `Scheduled` until then and
+    /// A fixed start (docs/guide/time-and-cron.md): the task is `Scheduled` until then and
     /// dispatched at it, ahead of ordinary ready work; the pool keeps a slot
     /// free for it from `max_hold` before. It reserves a slot for its
     /// expected duration; more reservations at once than the pool's
@@ -64,7 +64,7 @@ public:
         return *this;
     }
     Task& on_miss(MissPolicy p) { state_.more().on_miss = p; return *this; }
-    /// Waits for another task (SPEC §7): `Blocked` until every edge is met,
+    /// Waits for another task (docs/guide/dependencies-and-keys.md): `Blocked` until every edge is met,
     /// `Skipped` as soon as one cannot be. May be called several times.
     Task& depends_on(Dep dep) { state_.more().depends_on.push_back(std::move(dep)); return *this; }
     /// Needs `amount` units of a resource declared on the scheduler
@@ -85,7 +85,7 @@ public:
     }
     Task& retry(RetryPolicy policy) { state_.more().retry = policy; return *this; }
     Task& tag(std::string k, std::string v) { state_.more().tags.emplace_back(std::move(k), std::move(v)); return *this; }
-    /// Remote pools only (SPEC §15; `SubmitError::Invalid` on a local
+    /// Remote pools only (docs/remote.md; `SubmitError::Invalid` on a local
     /// pool): the task runs only on a worker registered with this label
     /// and value (and every other label given). It waits for such a worker
     /// without holding back tasks that other workers can run. Setting a

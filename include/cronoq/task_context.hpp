@@ -1,5 +1,5 @@
 #pragma once
-// TaskContext: what an executor knows of the attempt it runs (SPEC §4).
+// TaskContext: what an executor knows of the attempt it runs (docs/guide/executors.md).
 #include <cronoq/cancellation_token.hpp>
 #include <cronoq/detail/access.hpp>
 #include <cronoq/ids.hpp>

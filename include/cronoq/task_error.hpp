@@ -1,5 +1,5 @@
 #pragma once
-// The error an executor reports for an attempt (SPEC §4).
+// The error an executor reports for an attempt (docs/guide/executors.md).
 #include <cronoq/duration.hpp>
 
 #include <chrono>
@@ -31,7 +31,7 @@ public:
     }
     static TaskError permanent(std::string message) { return {Kind::Permanent, std::move(message), std::nullopt}; }
     static TaskError cancelled() { return {Kind::Cancelled, "cancelled", std::nullopt}; }
-    /// Gives the attempt back unrun (SPEC §15): from a `RemoteWorker`'s
+    /// Gives the attempt back unrun (docs/remote.md): from a `RemoteWorker`'s
     /// handler, a `nack`: the lease goes to another worker of the pool
     /// without counting an attempt. Elsewhere (a local executor, which has
     /// no other worker to hand it to) it is a retryable failure, which is

@@ -1,5 +1,5 @@
 #pragma once
-// Task statuses (SPEC §2).
+// Task statuses (docs/guide/ordering.md).
 #include <optional>
 #include <string_view>
 

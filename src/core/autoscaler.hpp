@@ -1,5 +1,5 @@
 #pragma once
-// A pool's autoscaling policy (SPEC §9): turns measurements of its load into
+// A pool's autoscaling policy (docs/guide/resources-and-bounds.md): turns measurements of its load into
 // a capacity, once per `interval`. Sans-IO like the engine that owns it:
 // every call takes `now`; the engine makes `next_evaluation()` a wakeup and
 // applies what `evaluate` (or, for a user policy, `answer`) returns as the
@@ -32,7 +32,7 @@ struct PoolLoad {
     std::size_t reserved = 0;
 };
 
-/// The default formula of SPEC §9 (see AutoscaleConfig): the demand in
+/// The default formula of docs/guide/resources-and-bounds.md (see AutoscaleConfig): the demand in
 /// slots, before rounding and clamping. Exposed for tests and for user
 /// scalers that want to start from it.
 double default_demand(const AutoscaleConfig& config, const ScalerInput& input);
@@ -69,7 +69,7 @@ public:
 
     /// When `evaluate` next has work; empty while the pool is idle at its
     /// minimum and nothing needs measuring (an idle scheduler keeps no
-    /// timer, SPEC §11).
+    /// timer, docs/guide/README.md).
     std::optional<Time> next_evaluation() const { return next_due_; }
 
     /// Runs the policy if it is due at `now` and no question is open (else

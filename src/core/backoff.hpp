@@ -1,5 +1,5 @@
 #pragma once
-// Retry delays (SPEC §5) and the engine's deterministic random source.
+// Retry delays (docs/guide/ordering.md) and the engine's deterministic random source.
 #include <cronoq/core/time.hpp>
 #include <cronoq/retry_policy.hpp>
 

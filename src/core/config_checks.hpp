@@ -17,7 +17,7 @@
 
 namespace cronoq::core::detail {
 
-/// Every field of SPEC §9's configuration, in declaration order; the first
+/// Every field of docs/guide/resources-and-bounds.md's configuration, in declaration order; the first
 /// problem found is reported.
 std::optional<std::string> check_autoscale(const AutoscaleConfig& config);
 

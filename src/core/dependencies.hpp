@@ -1,5 +1,5 @@
 #pragma once
-// The dependency graph of the engine (SPEC §7): who waits on whom. Only
+// The dependency graph of the engine (docs/guide/dependencies-and-keys.md): who waits on whom. Only
 // tasks that have dependents or wait on parents appear here, so ordinary
 // tasks pay nothing for it.
 #include <cronoq/dep.hpp>

@@ -8,7 +8,7 @@ namespace cronoq::core {
 // ---- housekeeping after every call --------------------------------------------
 
 // Due fixed starts first, then the best ready task that does not take
-// a slot held for an upcoming start (SPEC §6 holds): a task may use a
+// a slot held for an upcoming start (docs/guide/time-and-cron.md holds): a task may use a
 // free slot if, after it, enough stay free for the starts that fall
 // within its expected duration (and within `max_hold`). A head that does
 // not fit is passed over for the other classes' heads, never scanned
@@ -182,7 +182,7 @@ PoolId Engine::add_pool(PoolConfig config) {
     p.autoscale_config = config.autoscale;
     p.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
                  s_->config.global_bounds.bounded();
-    // At least one slot, as SPEC §6 says, even for a fraction of 0.
+    // At least one slot, as docs/guide/time-and-cron.md says, even for a fraction of 0.
     p.reservations.set_limit(std::max<std::size_t>(
         1, static_cast<std::size_t>(std::floor(config.reservable_fraction * static_cast<double>(config.max_workers)))));
     p.capacity = config.capacity;

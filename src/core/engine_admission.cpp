@@ -1,4 +1,4 @@
-// Admission of tasks (SPEC §2, §6, §7): a batch is checked whole (fields,
+// Admission of tasks (docs/guide/ordering.md, docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md): a batch is checked whole (fields,
 // keys, dependency references, cycles, reservations) before anything is
 // admitted, so a failing batch leaves no trace. A single submit with
 // dependencies or a fixed start is a batch of one; Engine::submit admits

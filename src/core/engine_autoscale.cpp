@@ -1,4 +1,4 @@
-// Autoscaling in the engine (SPEC §9): the pool's Autoscaler is evaluated
+// Autoscaling in the engine (docs/guide/resources-and-bounds.md): the pool's Autoscaler is evaluated
 // when due, from the pool's exact state; a new capacity is applied at once
 // (lowering it never aborts a running attempt) and announced with ScaleTo.
 // A user policy is the owner's code, which the engine never runs: it emits

@@ -1,4 +1,4 @@
-// Bounds on tasks not yet running, and the overflow policies (SPEC §8).
+// Bounds on tasks not yet running, and the overflow policies (docs/guide/resources-and-bounds.md).
 #include "engine_state.hpp"
 
 #include <string>

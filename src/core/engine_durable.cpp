@@ -1,4 +1,4 @@
-// What a durable store needs of the engine (SPEC §14): tasks brought back
+// What a durable store needs of the engine (docs/guide/durability.md): tasks brought back
 // after a restart (restore) and a new task in place of an ended one
 // (resubmit, for Scheduler::retry). The hand-over shutdown is beside
 // `shutdown` in engine.cpp.

@@ -1,4 +1,4 @@
-// Remote workers in the engine (SPEC §15). A remote pool's capacity is the
+// Remote workers in the engine (docs/remote.md). A remote pool's capacity is the
 // sum of the slots granted to its connected workers; each dispatch picks
 // the worker that takes the lease. A task that no worker can take now
 // (labels, slots, nacks) is parked out of the queue, as a task short of a

@@ -1,4 +1,4 @@
-// Shared resources in the engine (SPEC §8): all-or-nothing acquisition at
+// Shared resources in the engine (docs/guide/resources-and-bounds.md): all-or-nothing acquisition at
 // dispatch; a task short of a resource is parked on it, out of its queue,
 // so the tasks behind it go on; releases and refills bring back as many
 // parked tasks as the resource can serve.

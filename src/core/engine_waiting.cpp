@@ -1,5 +1,5 @@
-// Tasks that wait before they are ready: on dependencies (Blocked, SPEC §7)
-// and for a fixed start (Scheduled, SPEC §6).
+// Tasks that wait before they are ready: on dependencies (Blocked, docs/guide/dependencies-and-keys.md)
+// and for a fixed start (Scheduled, docs/guide/time-and-cron.md).
 #include "engine_state.hpp"
 
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// A latency histogram of bounded memory (SPEC §10's wait and run
+// A latency histogram of bounded memory (docs/guide/operations.md's wait and run
 // percentiles): log-linear buckets in the manner of HdrHistogram.
 #include <cronoq/core/time.hpp>
 

@@ -1,5 +1,5 @@
 #pragma once
-// A pool's figures over a sliding window (SPEC §10): counts, wait and run
+// A pool's figures over a sliding window (docs/guide/operations.md): counts, wait and run
 // time histograms, busy and capacity worker-seconds. Bounded memory: six
 // slices of the window, each with two histograms of at most 41 KiB.
 #include "histogram.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The ready tasks of one pool (SPEC §3). Per class, a FIFO of deadline-free
+// The ready tasks of one pool (docs/guide/ordering.md). Per class, a FIFO of deadline-free
 // tasks and a min-heap of deadline tasks by latest start. Aging adds the same
 // rate to every class, so within a class the FIFO head is the oldest and
 // scores highest; among deadline tasks, the one with the earliest latest

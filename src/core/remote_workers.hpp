@@ -1,5 +1,5 @@
 #pragma once
-// Remote workers in the engine (SPEC §15): who is connected to each remote
+// Remote workers in the engine (docs/remote.md): who is connected to each remote
 // pool, with how many granted slots and which labels, and the tasks of the
 // pool that wait for a worker able to take them. Private to the engine;
 // the transitions over it are in engine_remote.cpp.
@@ -48,7 +48,7 @@ struct RemoteWorker {
 
 /// Ready tasks of one label set that found no worker with a free slot,
 /// per class in the order they parked: out of the pool's queue, so that
-/// the tasks behind them go on (SPEC §3, no head-of-line blocking), as a
+/// the tasks behind them go on (docs/guide/ordering.md, no head-of-line blocking), as a
 /// task short of a resource is parked on it.
 struct LabelGroup {
     Labels labels;

@@ -1,5 +1,5 @@
 #pragma once
-// Fixed-start reservations of one pool (SPEC §6). A fixed-start task
+// Fixed-start reservations of one pool (docs/guide/time-and-cron.md). A fixed-start task
 // reserves a slot over [start, start + expected duration); at no instant may
 // more than `limit` reservations overlap.
 #include <cronoq/core/time.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// The scheduler's shared resources (SPEC §8): semaphores and token buckets,
+// The scheduler's shared resources (docs/guide/resources-and-bounds.md): semaphores and token buckets,
 // declared by name, used by dense id. Named a registry, not a pool, because
 // "pool" is the scheduler's word for a group of workers.
 #include "token_bucket.hpp"

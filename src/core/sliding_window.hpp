@@ -1,5 +1,5 @@
 #pragma once
-// Figures over a sliding window of time (SPEC §10's metrics window, 60 s by
+// Figures over a sliding window of time (docs/guide/operations.md's metrics window, 60 s by
 // default), in bounded memory: the window is cut into slices that are
 // reused in rotation, so memory depends on the number of slices, never on
 // the number of samples.

@@ -1,5 +1,5 @@
 #pragma once
-// A token bucket under virtual time (SPEC §8): refills continuously at a
+// A token bucket under virtual time (docs/guide/resources-and-bounds.md): refills continuously at a
 // rate, holds at most `burst` tokens, starts full, hands out whole tokens.
 #include <cronoq/core/time.hpp>
 

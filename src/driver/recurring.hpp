@@ -1,5 +1,5 @@
 #pragma once
-// Recurring schedules of the driver (SPEC §6): what each occurrence of a
+// Recurring schedules of the driver (docs/guide/time-and-cron.md): what each occurrence of a
 // schedule becomes. No Asio and no locking here: the scheduler core calls
 // this under its mutex when an occurrence is due.
 #include <cronoq/core/time.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// A recurring schedule as a store keeps it (SPEC §14): JSON text the store
+// A recurring schedule as a store keeps it (docs/guide/durability.md): JSON text the store
 // never interprets, holding the schedule, its task template (options,
 // pool, kind, key and the payload's encoded bytes) and when it was added.
 #include <cronoq/detail/task_request.hpp>

@@ -213,7 +213,7 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
                                                      std::to_string(limit) + ")"),
                                 {}};
     }
-    // From here on the context reports cancelled (SPEC §4).
+    // From here on the context reports cancelled (docs/guide/executors.md).
     a->cancel.cancel();
     // Ended inside a start of a run (start_all): the run serves it with
     // the others, in one step.

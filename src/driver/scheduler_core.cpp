@@ -305,7 +305,7 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
         auto wait = turn->async_wait(asio::use_awaitable, std::move(leave));
         co_await std::move(wait);  // throws operation_aborted when cancelled: nothing was admitted
     }
-    // With a store, admission is acknowledged once it is committed (SPEC §14).
+    // With a store, admission is acknowledged once it is committed (docs/guide/durability.md).
     if (s.durable) {
         auto committed = flush();
         try {

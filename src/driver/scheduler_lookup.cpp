@@ -1,4 +1,4 @@
-// Tasks by reference (SPEC §14): `find` and `retry` see what the engine
+// Tasks by reference (docs/guide/durability.md): `find` and `retry` see what the engine
 // holds and, with a store, every task whose row the store still holds.
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/submit_error.hpp>

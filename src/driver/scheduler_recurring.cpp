@@ -1,6 +1,6 @@
-// Recurring schedules of a scheduler (SPEC §6): adding and removing them,
+// Recurring schedules of a scheduler (docs/guide/time-and-cron.md): adding and removing them,
 // and the timer that submits each occurrence when it is due. With a store
-// (SPEC §14) a schedule, its removal and each occurrence taken are written
+// (docs/guide/durability.md) a schedule, its removal and each occurrence taken are written
 // in the step that makes them.
 #include <cronoq/config_error.hpp>
 #include <cronoq/cron_expr.hpp>

@@ -1,4 +1,4 @@
-// Remote pools in the driver (SPEC §15): the scheduler's side of the seam
+// Remote pools in the driver (docs/remote.md): the scheduler's side of the seam
 // with a worker server (<cronoq/detail/remote_host.hpp>). Workers register
 // with the engine as it hands out leases; a Dispatch naming a worker sends
 // that worker's session a lease (payload encoded by codec<P>), an Abort
@@ -267,7 +267,7 @@ private:
         end.reason = std::move(n.reason);
     }
     // Outside an abort, the handler observed cancellation: the task ends
-    // Cancelled (SPEC §15). After an abort the lease is over: ignored.
+    // Cancelled (docs/remote.md). After an abort the lease is over: ignored.
     void fill(RemoteEnd& end, WorkerId, RemoteReport::Cancelled&) { end.output.error = TaskError::cancelled(); }
     void fill(RemoteEnd& end, WorkerId, RemoteReport::Heartbeat&) { end.kind = RemoteEnd::Kind::Heartbeat; }
 

@@ -1,4 +1,4 @@
-// A pool's user Scaler (SPEC §9, §13). It is application code, so it runs
+// A pool's user Scaler (docs/guide/resources-and-bounds.md, docs/design.md). It is application code, so it runs
 // outside the engine's mutex: the engine asks (AskScaler), the step copies
 // the question and posts the call to the scheduler's executor, and the
 // answer comes back in a step of its own. The engine keeps one question per

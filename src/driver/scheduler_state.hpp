@@ -1,5 +1,5 @@
 #pragma once
-// The driver core's state and its step pipeline (SPEC §13).
+// The driver core's state and its step pipeline (docs/design.md).
 //
 // Engine steps: every call that changes the engine runs inside a `Step`,
 // which holds the engine's mutex; a call that only reads the engine holds
@@ -163,7 +163,7 @@ struct StoreLink {
     }
 };
 
-/// What a scheduler with a store keeps beside its engine (SPEC §14).
+/// What a scheduler with a store keeps beside its engine (docs/guide/durability.md).
 struct Durable {
     explicit Durable(std::shared_ptr<Store> s)
         : store(std::move(s)), journal(store->journal()), max_value_bytes(journal.max_value_bytes()) {}
@@ -255,7 +255,7 @@ struct SchedulerCore::State {
     std::atomic<bool> inbox_filled{false};  // either has something
     std::vector<RemoteEnd> remote_ends;      // guarded by `mu`: remote_inbox drained
 
-    // ---- remote workers (scheduler_remote.cpp, SPEC §15) ------------------------
+    // ---- remote workers (scheduler_remote.cpp, docs/remote.md) ------------------------
     // Live remote leases (guarded by `mu`): their reports name only the lease.
     std::unordered_map<std::uint64_t, std::shared_ptr<Attempt>> remote_leases;
     std::mutex remote_mu;  // after `mu` when both are taken
@@ -270,7 +270,7 @@ struct SchedulerCore::State {
     std::atomic<std::size_t> subscriber_count{0};  // read under `mu` to skip building events
     std::shared_ptr<WaitList> drained = WaitList::create();
 
-    // ---- the store (SPEC §14); null without one --------------------------------------
+    // ---- the store (docs/guide/durability.md); null without one --------------------------------------
     std::unique_ptr<Durable> durable;
 
     // ---- the blocking pool, started on first use ----------------------------------
@@ -384,7 +384,7 @@ struct SchedulerCore::State {
     SubmitResult<std::shared_ptr<HandleState>> admit(TaskRequest& r, const Encoded* encoded, core::Time now);
     std::optional<TaskId> resolve(const TaskRef& ref) const;
     /// Admits `r` as a new task in place of the ended task `old`
-    /// (`Scheduler::retry`): the key moves to it (SPEC §14).
+    /// (`Scheduler::retry`): the key moves to it (docs/guide/durability.md).
     SubmitResult<std::shared_ptr<HandleState>> resubmit_one(TaskId old, TaskRequest& r);
     /// No mutex: the handle of a task the engine no longer holds, made from
     /// its committed row (terminal).
@@ -406,7 +406,7 @@ struct SchedulerCore::State {
     void on_leading(store::Recovered recovered);
     void on_commit(const store::CommitReport& report);
     void on_lost(const store::LeadershipLost& lost);
-    /// Mutex held: brings back what the store holds (SPEC §14 "Recovery").
+    /// Mutex held: brings back what the store holds (docs/guide/durability.md "Recovery").
     void recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall);
     void recover_schedules(std::vector<store::RecurringRow>& rows);
     /// Registers `done` to be set once `seq` is committed (or the lead lost).

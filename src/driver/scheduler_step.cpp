@@ -18,7 +18,7 @@ namespace cronoq::detail {
 namespace {
 
 // Runs one step of the abort sequence; what it throws is logged and the
-// sequence goes on (SPEC §4: exceptions are contained).
+// sequence goes on (docs/guide/executors.md: exceptions are contained).
 template <class F>
 void contained(const char* step, const Attempt& a, F&& f) noexcept {
     try {
@@ -352,7 +352,7 @@ void SchedulerCore::State::on(core::Abort& a, core::Time, std::chrono::system_cl
             logger()->debug("task {} lease {}: aborting attempt ({})", task.value, lease.value, core::to_string(reason));
         });
     const auto& lane = found->pool->lane(a.lease);
-    // On the attempt's lane, in the order of SPEC §4: the executor's
+    // On the attempt's lane, in the order of docs/guide/executors.md: the executor's
     // abort, then the context, then Asio cancellation of the coroutine.
     // Each step is contained, so a throwing abort or on_cancel callback
     // neither escapes the application's run() nor skips the later steps.
@@ -455,7 +455,7 @@ void SchedulerCore::State::begin_shutdown(std::chrono::nanoseconds grace) {
         while (!p.waiting_submits.empty()) wake_next_submit(p);
     const auto now = clock->now();
     const auto grace_end = core::add_saturated(now, std::max(grace, std::chrono::nanoseconds(0)));
-    // With a store the work is handed over, not cancelled (SPEC §14): what
+    // With a store the work is handed over, not cancelled (docs/guide/durability.md): what
     // has not ended stays in the store for the next leader.
     if (durable)
         engine.hand_over(now, grace_end);

@@ -1,4 +1,4 @@
-// A scheduler with a store (SPEC §14): each step's changes go to the store's
+// A scheduler with a store (docs/guide/durability.md): each step's changes go to the store's
 // commit queue, what acknowledges waits for its commit, and the store's
 // reports (leading, commits, the end of the lead) come back here.
 #include <cronoq/detail/scheduler_core.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// A task's options as a store keeps them (SPEC §14): JSON text the store
+// A task's options as a store keeps them (docs/guide/durability.md): JSON text the store
 // never interprets. Relative times are resolved against the submission's
 // wall time, so that the text means the same thing after a restart.
 #include <cronoq/detail/task_request.hpp>

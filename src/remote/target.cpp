@@ -1,4 +1,4 @@
-// parse_target: RemoteWorkerOptions::target and its scheme (SPEC §15).
+// parse_target: RemoteWorkerOptions::target and its scheme (docs/remote.md).
 #include "client_stream.hpp"
 
 #include <cronoq/remote/remote_worker_error.hpp>

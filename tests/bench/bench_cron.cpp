@@ -1,4 +1,4 @@
-// The cron engine through its public API (SPEC §6).
+// The cron engine through its public API (docs/guide/time-and-cron.md).
 //
 //   BM_CronParse                          CronExpr::parse over a rotating set
 //                                         of realistic expressions

@@ -1,4 +1,4 @@
-// A scheduler with a store (SPEC §14) through the public API. Built only
+// A scheduler with a store (docs/guide/durability.md) through the public API. Built only
 // when cronoq::sqlite is; the PostgreSQL benchmark only when
 // cronoq::postgres is too (tests/bench/CMakeLists.txt).
 //

@@ -1,4 +1,4 @@
-// Autoscaling through the engine (SPEC §9): ScaleTo actions under a burst
+// Autoscaling through the engine (docs/guide/resources-and-bounds.md): ScaleTo actions under a burst
 // and when idle, a user scaler asked through its owner, and no timer for an
 // idle pool at its floor.
 #include "engine_harness.hpp"

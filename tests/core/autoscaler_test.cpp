@@ -1,4 +1,4 @@
-// The default autoscaling policy and user scalers (SPEC §9), under virtual
+// The default autoscaling policy and user scalers (docs/guide/resources-and-bounds.md), under virtual
 // time: the test plays the engine, feeding load and evaluating when due.
 #include <cronoq/autoscale.hpp>  // first: the public header compiles on its own
 

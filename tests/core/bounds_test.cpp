@@ -1,4 +1,4 @@
-// Bounds on pending tasks and the overflow policies in the engine (SPEC §8).
+// Bounds on pending tasks and the overflow policies in the engine (docs/guide/resources-and-bounds.md).
 #include "engine_harness.hpp"
 
 namespace cronoq::core::test::bounds_test {

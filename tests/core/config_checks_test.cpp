@@ -1,5 +1,5 @@
 // The plain configuration structs of resources, bounds and autoscaling:
-// their shape (aggregates with defaults, SPEC §11) and their validation
+// their shape (aggregates with defaults, docs/guide/README.md) and their validation
 // (a message naming the field).
 #include <cronoq/bounds.hpp>  // first: the public header compiles on its own
 

@@ -1,4 +1,4 @@
-// Daylight-saving transitions in the cron engine (SPEC §6, the Vixie cron
+// Daylight-saving transitions in the cron engine (docs/guide/time-and-cron.md, the Vixie cron
 // rule): fixed-time schedules are never lost nor doubled, wildcard schedules
 // follow real time. Expected instants are UTC, computed by hand from the 2026
 // transitions, which the first test checks against the tz database.

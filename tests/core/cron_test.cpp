@@ -1,4 +1,4 @@
-// The cron engine (SPEC §6): parsing, errors, normalization and the next
+// The cron engine (docs/guide/time-and-cron.md): parsing, errors, normalization and the next
 // occurrence in UTC. Daylight-saving behaviour is in cron_dst_test.cpp.
 //
 // Expected times are written as UTC RFC 3339 strings and were computed by

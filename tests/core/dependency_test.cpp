@@ -1,4 +1,4 @@
-// Dependencies and batches in the engine (SPEC §7): edges on success,
+// Dependencies and batches in the engine (docs/guide/dependencies-and-keys.md): edges on success,
 // failure and completion; skipping down the graph in one call; cycles;
 // awaited keys; all-or-nothing batches.
 #include "engine_harness.hpp"

@@ -1,4 +1,4 @@
-// What a durable store needs from the engine's ordinary answers (SPEC §14):
+// What a durable store needs from the engine's ordinary answers (docs/guide/durability.md):
 // ids that start above a previous leader's, the time a Retrying or Scheduled
 // status waits for, and an attempt's terms in its Dispatch.
 #include "engine_harness.hpp"

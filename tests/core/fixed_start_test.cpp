@@ -1,4 +1,4 @@
-// Fixed starts (SPEC §6): Scheduled until the start, dispatch at it, holds
+// Fixed starts (docs/guide/time-and-cron.md): Scheduled until the start, dispatch at it, holds
 // that keep a slot free, reservations and miss policies.
 #include "engine_harness.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // What graph_invariant_test.cpp checks on every call: the answer a submit
-// must get (plan: SPEC §6/§7 from the model alone), the actions of the
+// must get (plan: docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md from the model alone), the actions of the
 // call applied to the model (apply), the invariants after it (check), and
 // the failure messages.
 #include "graph_model.hpp"
@@ -34,7 +34,7 @@ protected:
         return std::nullopt;
     }
 
-    // SPEC §7 resolution of every reference, then every check of SPEC §6/§7.
+    // docs/guide/dependencies-and-keys.md resolution of every reference, then every check of docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md.
     Plan plan(const std::vector<TaskSpec>& specs) const {
         Plan p;
         const std::size_t n = specs.size();
@@ -117,7 +117,7 @@ protected:
         return p;
     }
 
-    // Cycle (SPEC §7): the graph after admission has a cycle. Its nodes are
+    // Cycle (docs/guide/dependencies-and-keys.md): the graph after admission has a cycle. Its nodes are
     // the admitted members and the Blocked tasks; its edges, each pending
     // dependency, with keys that Blocked tasks await bound to the members
     // that define them. The graph before the call has none (it only ever
@@ -308,12 +308,12 @@ protected:
             ASSERT_EQ(c.missed, x.missed) << "pool " << q;
             ASSERT_EQ(c.starts_on_time, x.starts_on_time) << "pool " << q;
             ASSERT_EQ(c.starts_late, x.starts_late) << "pool " << q;
-            // SPEC §6: a due start is dispatched at its start, so it waits
+            // docs/guide/time-and-cron.md: a due start is dispatched at its start, so it waits
             // only for a slot.
             if (n.due_ready > 0) {
                 ASSERT_GE(c.running, m.capacity) << "pool " << q << ": a due start waits beside a free slot";
             }
-            // SPEC §6 holds: other ready work waits beside free slots only
+            // docs/guide/time-and-cron.md holds: other ready work waits beside free slots only
             // while at least as many starts fall within max_hold.
             if (n.other_ready > 0 && c.running < m.capacity) {
                 const std::size_t free = m.capacity - c.running;

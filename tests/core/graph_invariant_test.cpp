@@ -1,7 +1,7 @@
 // Randomized invariant test of the engine's graph and calendar features:
-// fixed starts (SPEC §6), dependencies, keys and batches (SPEC §7), with
+// fixed starts (docs/guide/time-and-cron.md), dependencies, keys and batches (docs/guide/dependencies-and-keys.md), with
 // cancels, completions of every kind, capacity changes and a shutdown
-// (SPEC §12). invariant_test.cpp covers ordering, retries, leases and
+// (docs/guide/operations.md). invariant_test.cpp covers ordering, retries, leases and
 // retention; this file covers what that one never submits.
 //
 // Thousands of random calls per seed: submits and batches of every shape
@@ -40,7 +40,7 @@
 //     of its pool and never waits while its pool has a free slot;
 //   - slots: no Dispatch while running >= capacity, none during shutdown;
 //     an ordinary Ready task waits beside a free slot only while enough
-//     starts fall within max_hold to hold those slots (SPEC §6 holds);
+//     starts fall within max_hold to hold those slots (docs/guide/time-and-cron.md holds);
 //   - every Status transition is legal, with the right pool, attempt and
 //     time; counters (blocked, scheduled, ready, running, retrying,
 //     submitted, dispatched, succeeded, failed, dead_lettered, cancelled,
@@ -153,7 +153,7 @@ private:
         PoolModel m;
         m.capacity = c.capacity;
         m.max_workers = c.max_workers == 0 ? c.capacity : c.max_workers;
-        // SPEC §6: reservable_fraction of max_workers, at least one slot.
+        // docs/guide/time-and-cron.md: reservable_fraction of max_workers, at least one slot.
         m.limit = std::max<std::size_t>(
             1, static_cast<std::size_t>(std::floor(c.reservable_fraction * static_cast<double>(m.max_workers))));
         m.config = std::move(c);

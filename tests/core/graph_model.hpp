@@ -31,7 +31,7 @@ inline std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
 inline int steps() { return steps_or(default_steps); }
 inline bool default_run() { return test::default_run(default_steps); }
 
-// SPEC §7, written out here rather than taken from dep_met, so that the
+// docs/guide/dependencies-and-keys.md, written out here rather than taken from dep_met, so that the
 // engine's helper is checked too.
 inline bool meets(K kind, S parent) {
     switch (kind) {
@@ -109,7 +109,7 @@ struct PoolModel {
     PoolCounters expect;          // cumulative counters the engine must show
 };
 
-// Where a dependency of a batch member points, by SPEC §7's resolution.
+// Where a dependency of a batch member points, by docs/guide/dependencies-and-keys.md's resolution.
 struct Ref {
     enum class To : std::uint8_t { Task, Member, Await, Unknown } to = To::Unknown;
     K kind = K::OnSuccess;
@@ -223,7 +223,7 @@ protected:
         return s;
     }
 
-    // SPEC §6: a fixed start may be Ready from its start on; a Skip / Fail
+    // docs/guide/time-and-cron.md: a fixed start may be Ready from its start on; a Skip / Fail
     // start only within its tolerance.
     bool start_allows_ready(const TaskModel& t) const {
         if (!t.has_start) return true;
@@ -270,7 +270,7 @@ protected:
                 ++cov_.late;
             }
         } else {
-            // SPEC §6: a due start goes ahead of ready work of its pool.
+            // docs/guide/time-and-cron.md: a due start goes ahead of ready work of its pool.
             for (std::size_t idx : live_) {
                 const TaskModel& o = tasks_[idx];
                 ASSERT_FALSE(o.pool == t.pool && o.announced && o.due_start())

@@ -1,4 +1,4 @@
-// Engine::hand_over (SPEC §14 "Shutdown with a store"): nothing new starts,
+// Engine::hand_over (docs/guide/durability.md "Shutdown with a store"): nothing new starts,
 // waiting tasks keep their status for the next leader, running attempts
 // finish within the grace, and those still running at its end are aborted
 // without a status change.

@@ -1,4 +1,4 @@
-// Latency histograms and sliding windows (SPEC §10's wait/run percentiles
+// Latency histograms and sliding windows (docs/guide/operations.md's wait/run percentiles
 // and "in the last 60 s" figures), under virtual time.
 #include "core/histogram.hpp"
 #include "core/sliding_window.hpp"

@@ -8,7 +8,7 @@
 //   - each task is in exactly one state; Status transitions are legal and
 //     carry the right attempt, time and message;
 //   - a Dispatch is only for a Ready task, only while running < capacity,
-//     with a lease never seen before, and picks the best task by the SPEC §3
+//     with a lease never seen before, and picks the best task by the docs/guide/ordering.md
 //     score: no queue head (per class, the FIFO head and the deadline-heap
 //     head) beats it, no deadline-free ready task scores more, and FIFO
 //     order holds within each class; or, when a class is owed its share
@@ -50,7 +50,7 @@ std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
 int steps() { return steps_or(default_steps); }
 
 
-// SPEC §5: the un-jittered delay before attempt n (n >= 2).
+// docs/guide/ordering.md: the un-jittered delay before attempt n (n >= 2).
 Duration backoff_ceiling(const RetryPolicy& p, std::uint32_t attempt) {
     const double raw = static_cast<double>(p.initial_backoff.count()) *
                        std::pow(p.multiplier, static_cast<double>(attempt >= 2 ? attempt - 2 : 0));
@@ -514,7 +514,7 @@ private:
         return ReadyTask{t.id.value, t.priority, t.ready_since, t.ready_seq, t.has_deadline, t.deadline, t.latest_start};
     }
 
-    // SPEC §3, with this seed's shares and window factor (ordering_model.hpp).
+    // docs/guide/ordering.md, with this seed's shares and window factor (ordering_model.hpp).
     void check_order(const TaskModel& t) {
         std::vector<ReadyTask> ready;
         for (std::size_t idx : live_) {

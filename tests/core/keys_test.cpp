@@ -1,4 +1,4 @@
-// Idempotency keys in the engine (SPEC §7) and the Forget action.
+// Idempotency keys in the engine (docs/guide/dependencies-and-keys.md) and the Forget action.
 #include "engine_harness.hpp"
 
 namespace cronoq::core::test::keys_test {

@@ -1,4 +1,4 @@
-// The attempt life cycle (SPEC §2, §4 rules the engine owns, §12): timeouts,
+// The attempt life cycle (docs/guide/ordering.md, docs/guide/executors.md rules the engine owns, docs/guide/operations.md): timeouts,
 // leases and heartbeats, late reports, cancellation, capacity, shutdown,
 // admission errors, configuration errors, timers and retention.
 #include "engine_harness.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// SPEC §3 ordering as the randomized tests check it: the score, the heads
+// docs/guide/ordering.md ordering as the randomized tests check it: the score, the heads
 // of each class's queues, and the guaranteed shares (deficit counting), for
 // a pool without resources or fixed starts (every head may take a free
 // slot). Given the ready tasks of a pool at a dispatch, it says whether the
@@ -55,7 +55,7 @@ public:
         }
     }
 
-    /// The SPEC §3 score, computed as the engine must.
+    /// The docs/guide/ordering.md score, computed as the engine must.
     double score(const ReadyTask& t, Time now) const {
         const double waited = std::max(0.0, to_seconds(now - t.ready_since));
         double s = priority_.base[index_of(t.priority)] + std::min(priority_.aging_rate * waited, priority_.age_cap);

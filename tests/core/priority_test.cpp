@@ -1,4 +1,4 @@
-// Dispatch order (SPEC §3): classes, FIFO, aging, deadline urgency.
+// Dispatch order (docs/guide/ordering.md): classes, FIFO, aging, deadline urgency.
 //
 // Every test queues tasks in a pool of capacity 0, then opens one slot at a
 // chosen time and reads the order in which the engine dispatches them
@@ -148,7 +148,7 @@ TEST_F(PriorityTest, EqualScoresGoToTheTaskReadyLongestEvenIfSubmittedLater) {
 
 TEST_F(PriorityTest, LowTiesFreshNormalAtExactly45sAndGoesFirstAsTheOlder) {
     // 10 + 2*45 = 100 = a fresh Normal task: equal scores, the task ready
-    // longer wins. (SPEC §3 promises overtaking only past 45 s.)
+    // longer wins. (docs/guide/ordering.md promises overtaking only past 45 s.)
     const TaskId low = submit(P::Low, t0);
     const TaskId normal = submit(P::Normal, t0 + 45s);
     EXPECT_EQ(order(t0 + 45s), (Ids{low, normal}));

@@ -1,4 +1,4 @@
-// Remote pools in the engine (SPEC §15), under virtual time: capacity from
+// Remote pools in the engine (docs/remote.md), under virtual time: capacity from
 // granted slots, labels without head-of-line blocking, nacks, disconnects,
 // fencing by worker, lease expiry of a silent worker.
 #include "engine_harness.hpp"

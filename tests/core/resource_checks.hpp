@@ -8,7 +8,7 @@ namespace cronoq::core::test::resource_model {
 
 class Checked : public Model {
 public:
-    // SPEC §8 as written by default; CRONOQ_STRICT_RESOURCES=0 is lenient
+    // docs/guide/resources-and-bounds.md as written by default; CRONOQ_STRICT_RESOURCES=0 is lenient
     // about waiters held back by tasks that cannot take the resource (see
     // waiters()), to look past that while chasing something else.
     const bool strict = [] {
@@ -54,7 +54,7 @@ public:
         }
     }
 
-    // SPEC §3 / §8: a task short of a resource never holds back one that
+    // docs/guide/ordering.md, docs/guide/resources-and-bounds.md: a task short of a resource never holds back one that
     // needs nothing, nor one that needs other resources.
     void check_no_head_of_line(PoolId q, const std::vector<bool>& may_wait) {
         const PoolModel& m = pools[q];
@@ -120,7 +120,7 @@ public:
         return out;
     }
 
-    // SPEC §10 over the engine's slices: a read at `now` sees the slice of
+    // docs/guide/operations.md over the engine's slices: a read at `now` sees the slice of
     // `now` and the five before it (sliding_window.hpp).
     void check_stats(PoolId q, const PoolCounters& c) {
         PoolModel& m = pools[q];

@@ -1,4 +1,4 @@
-// Shared resources in the engine (SPEC §8): semaphores and token buckets,
+// Shared resources in the engine (docs/guide/resources-and-bounds.md): semaphores and token buckets,
 // all-or-nothing, parked tasks that do not hold back others, set_rate.
 #include "engine_harness.hpp"
 

@@ -1,6 +1,6 @@
 // Randomized invariant test of the engine's shared resources, bounds and
-// overflow policies (SPEC §8), autoscaling (SPEC §9) and metrics window
-// (SPEC §10). invariant_test.cpp and graph_invariant_test.cpp never declare
+// overflow policies (docs/guide/resources-and-bounds.md), autoscaling (docs/guide/resources-and-bounds.md) and metrics window
+// (docs/guide/operations.md). invariant_test.cpp and graph_invariant_test.cpp never declare
 // a resource, a bound or an autoscaler; this file covers what they do not.
 //
 // Thousands of random calls per seed on an engine with two semaphores and
@@ -29,7 +29,7 @@
 //     CRONOQ_STRICT_RESOURCES=0 makes the last rule lenient (see
 //     resource_checks.hpp);
 //   - submit answers: UnknownResource, ResourceExceedsCapacity and
-//     ShuttingDown as SPEC §8/§12 say; Full only under Wait and Overloaded
+//     ShuttingDown as docs/guide/resources-and-bounds.md, docs/guide/operations.md say; Full only under Wait and Overloaded
 //     only under Reject, both only when the pool's or the global bound is
 //     full; under ShedLowest / ShedOldest a full bound sheds exactly one
 //     Ready task of the bound's scope — the newest of the lowest class
@@ -332,7 +332,7 @@ private:
         return spec;
     }
 
-    // What SPEC §8 / §12 make of this submit, from the model alone. Sets
+    // What docs/guide/resources-and-bounds.md, docs/guide/operations.md make of this submit, from the model alone. Sets
     // `victims` to the tasks the overflow policy may shed.
     std::optional<SubmitError> predict(const TaskSpec& spec) {
         victims.clear();

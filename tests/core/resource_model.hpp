@@ -1,7 +1,7 @@
 #pragma once
 // The model behind resource_invariant_test.cpp: what the engine must have
-// done with resources (SPEC §8), bounds and overflow (SPEC §8), autoscaling
-// (SPEC §9) and its metrics window (SPEC §10), rebuilt only from the actions
+// done with resources (docs/guide/resources-and-bounds.md), bounds and overflow (docs/guide/resources-and-bounds.md), autoscaling
+// (docs/guide/resources-and-bounds.md) and its metrics window (docs/guide/operations.md), rebuilt only from the actions
 // the engine drained and the answers of the calls. The generator and the
 // TESTs are in the .cpp; this header holds the state, the action handlers
 // and the checks made after every call.
@@ -318,7 +318,7 @@ public:
         ASSERT_TRUE(d.lease) << "lease 0";
         ASSERT_TRUE(all_leases.insert(d.lease.value).second) << "lease " << d.lease.value << " reused";
         ASSERT_EQ(d.attempt, t.attempts + 1);
-        // SPEC §8: all of its resources, at once. A semaphore never has
+        // docs/guide/resources-and-bounds.md: all of its resources, at once. A semaphore never has
         // more holders' units than permits; a bucket never hands out a
         // token it does not hold (so, summed over a run, never more than
         // burst + the integral of its rate).
@@ -426,7 +426,7 @@ public:
                 break;
             }
             case S::Shed:
-                // SPEC §8: evicted by the submit that needed room, and the
+                // docs/guide/resources-and-bounds.md: evicted by the submit that needed room, and the
                 // victim is the one the policy names (see Sim::predict).
                 ASSERT_EQ(op.kind, Op::Kind::Submit) << "Shed outside a submit";
                 ASSERT_FALSE(shed_seen) << "one submit shed two tasks";
@@ -490,7 +490,7 @@ public:
         return out;
     }
 
-    // SPEC §9 and autoscale.hpp, for the policy that emitted a ScaleTo.
+    // docs/guide/resources-and-bounds.md and autoscale.hpp, for the policy that emitted a ScaleTo.
     void on_scale(const ScaleTo& sc, std::vector<std::pair<PoolId, std::size_t>>& scaled) {
         ASSERT_LT(sc.pool, pools.size());
         PoolModel& p = pools[sc.pool];

@@ -7,7 +7,7 @@
 // taken, although that waiter might not take them. A waiter behind it then
 // stayed parked while the units lay free, until some other attempt released
 // that resource, which might never happen: a task waited forever beside a
-// free slot and a free resource (SPEC §3, §8: "does not block tasks that
+// free slot and a free resource (docs/guide/ordering.md, docs/guide/resources-and-bounds.md: "does not block tasks that
 // need other resources or none"). The engine now hands such units on after
 // each dispatch (revisit_parked, engine_resources.cpp); the enabled tests
 // below failed before that change and pass with it, as do the later three
@@ -156,7 +156,7 @@ TEST_F(ResourceRegressionBucket, NoWakeupIsLeftDueAtTheCallsOwnTime) {
 // A bucket's Refill timer must not outlive the waiters it was armed for:
 // it used to name a time with nothing to do after every task ended,
 // against settle()'s "an idle engine has none" (engine_state.hpp) and
-// SPEC §11's idle scheduler that keeps no timer.
+// docs/guide/README.md's idle scheduler that keeps no timer.
 TEST(ResourceRegression, ARefillTimerDoesNotOutliveItsWaiters) {
     Harness h(with({Resource::token_bucket("api", 1.0, 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
@@ -170,7 +170,7 @@ TEST(ResourceRegression, ARefillTimerDoesNotOutliveItsWaiters) {
 
 // An arrival used to wake the autoscaler even when it was not asleep, so a
 // busy pool was evaluated at every submit instead of every `interval`
-// (SPEC §9, scaler.hpp "called once per interval", autoscaler.hpp
+// (docs/guide/resources-and-bounds.md, scaler.hpp "called once per interval", autoscaler.hpp
 // record_arrival "wakes a sleeping autoscaler"): the per-step bound of a
 // scale-up no longer bounded its rate, and a user scaler was called once per
 // arrival.

@@ -1,4 +1,4 @@
-// Shared resources (SPEC §8): semaphores, token buckets under virtual time,
+// Shared resources (docs/guide/resources-and-bounds.md): semaphores, token buckets under virtual time,
 // all-or-nothing acquisition and the submit-time checks.
 #include <cronoq/resource.hpp>  // first: the public header compiles on its own
 

@@ -1,4 +1,4 @@
-// Recovery after a restart (SPEC §14): Engine::restore brings back what a
+// Recovery after a restart (docs/guide/durability.md): Engine::restore brings back what a
 // store kept, with ids, keys, attempts, dependencies and times; announces
 // only what changes.
 #include "engine_harness.hpp"

@@ -1,4 +1,4 @@
-// Engine::resubmit (SPEC §14 Scheduler::retry): an ended task's spec comes
+// Engine::resubmit (docs/guide/durability.md Scheduler::retry): an ended task's spec comes
 // back as a new task, and its key moves to the new task in the same call.
 #include "engine_harness.hpp"
 

@@ -1,4 +1,4 @@
-// Retries, backoff and dead letters (SPEC §5).
+// Retries, backoff and dead letters (docs/guide/ordering.md).
 //
 // A delay is observed as the engine shows it: the failure's Status Retrying
 // at time f, next_wakeup() at f + delay, nothing at one nanosecond before,

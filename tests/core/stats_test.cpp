@@ -1,4 +1,4 @@
-// Engine::stats (SPEC §10): figures over the metrics window agree with the
+// Engine::stats (docs/guide/operations.md): figures over the metrics window agree with the
 // events the engine emitted, percentiles with the exact waits, and the
 // window forgets.
 #include "engine_harness.hpp"

@@ -1,5 +1,5 @@
 // TaskSpec::user: the owner's value comes back in every action about the
-// task, and from Engine::user while the task is live or retained (SPEC §13).
+// task, and from Engine::user while the task is live or retained (docs/design.md).
 #include "engine_harness.hpp"
 
 namespace cronoq::core::test::user_value_test {

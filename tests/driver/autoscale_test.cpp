@@ -1,4 +1,4 @@
-// Autoscaling through the driver on a ManualClock (SPEC §9): the pool's
+// Autoscaling through the driver on a ManualClock (docs/guide/resources-and-bounds.md): the pool's
 // concurrency follows the engine's ScaleTo; a user Scaler, called outside
 // the scheduler's locks.
 #include "driver_harness.hpp"
@@ -105,7 +105,7 @@ struct CallingBack {
 
 }  // namespace
 
-// SPEC §13: nothing runs under the engine's lock that can run outside it,
+// docs/design.md: nothing runs under the engine's lock that can run outside it,
 // user Scaler calls included. This scaler takes a snapshot and submits;
 // when the engine called it under its lock, the first call deadlocked.
 TEST(Autoscale, AScalerMayCallBackIntoTheScheduler) {

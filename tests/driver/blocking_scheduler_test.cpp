@@ -1,5 +1,5 @@
 // BlockingScheduler: the synchronous facade over its own io_context threads
-// (SPEC §11, §12).
+// (docs/guide/README.md, docs/guide/operations.md).
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Bounded pools through the driver (SPEC §8): a waiting submit is a real
+// Bounded pools through the driver (docs/guide/resources-and-bounds.md): a waiting submit is a real
 // Asio operation, resumed in FIFO order, cancellable; Reject and shedding.
 #include "driver_harness.hpp"
 

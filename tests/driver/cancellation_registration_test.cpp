@@ -1,5 +1,5 @@
 // CancellationToken::on_cancel returns a registration that takes the
-// callback back (SPEC §4).
+// callback back (docs/guide/executors.md).
 #include "driver_harness.hpp"
 
 #include <asio/use_awaitable.hpp>

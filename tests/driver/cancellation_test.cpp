@@ -1,4 +1,4 @@
-// Cancellation reaches attempts in the order of SPEC §4.
+// Cancellation reaches attempts in the order of docs/guide/executors.md.
 #include "driver_harness.hpp"
 
 #include <asio/experimental/awaitable_operators.hpp>

@@ -1,5 +1,5 @@
 // Invalid configuration is a ConfigError naming the field; nothing is
-// half-built (SPEC §11).
+// half-built (docs/guide/README.md).
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Dependencies, batches and fixed starts through the driver (SPEC §6, §7).
+// Dependencies, batches and fixed starts through the driver (docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md).
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

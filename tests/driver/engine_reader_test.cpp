@@ -1,6 +1,6 @@
 // A call that only reads the engine (snapshot, status, find, counters)
 // holds its mutex like a step does. An attempt that ends meanwhile finds the
-// mutex taken and leaves its end to the holder (SPEC §13): the reader must
+// mutex taken and leaves its end to the holder (docs/design.md): the reader must
 // serve it on its way out, or the end waits for a next step that may never
 // come, and the task's handle never completes.
 #include "driver_harness.hpp"

@@ -1,4 +1,4 @@
-// Status events: Scheduler::subscribe() and EventStream (SPEC §10, §11).
+// Status events: Scheduler::subscribe() and EventStream (docs/guide/operations.md, docs/guide/README.md).
 #include "driver_harness.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>

@@ -1,4 +1,4 @@
-// Scheduler::find without a store (SPEC §14): live tasks, and retained tasks
+// Scheduler::find without a store (docs/guide/durability.md): live tasks, and retained tasks
 // that have a key.
 #include "driver_harness.hpp"
 

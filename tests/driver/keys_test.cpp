@@ -1,4 +1,4 @@
-// Idempotency keys through the driver (SPEC §7) and TaskRef by key.
+// Idempotency keys through the driver (docs/guide/dependencies-and-keys.md) and TaskRef by key.
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // cronoq logs through the spdlog logger named "cronoq", which the
-// application can replace or silence (SPEC §10).
+// application can replace or silence (docs/guide/operations.md).
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

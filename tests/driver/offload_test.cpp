@@ -1,4 +1,4 @@
-// cronoq::offload: blocking work on the scheduler's blocking pool (SPEC §4).
+// cronoq::offload: blocking work on the scheduler's blocking pool (docs/guide/executors.md).
 #include "driver_harness.hpp"
 
 #include <asio/bind_cancellation_slot.hpp>

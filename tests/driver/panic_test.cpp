@@ -1,4 +1,4 @@
-// Exceptions escaping executors are contained (SPEC §4).
+// Exceptions escaping executors are contained (docs/guide/executors.md).
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Recurring schedules through the driver on a ManualClock (SPEC §6):
+// Recurring schedules through the driver on a ManualClock (docs/guide/time-and-cron.md):
 // occurrences as virtual time passes, their keys and tag, overlap policies,
 // bad schedules.
 #include "driver_harness.hpp"

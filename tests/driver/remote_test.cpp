@@ -1,4 +1,4 @@
-// Remote pools in the driver (SPEC §15), through the scheduler's RemoteHost
+// Remote pools in the driver (docs/remote.md), through the scheduler's RemoteHost
 // with an in-test session that records what the scheduler sends: a real
 // scheduler, no server, no network.
 #include "driver_harness.hpp"

@@ -1,4 +1,4 @@
-// Shared resources through the driver (SPEC §8): semaphores bound
+// Shared resources through the driver (docs/guide/resources-and-bounds.md): semaphores bound
 // concurrency across pools; set_rate from another thread.
 #include "driver_harness.hpp"
 

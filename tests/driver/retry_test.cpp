@@ -1,4 +1,4 @@
-// Scheduler::retry without a store (SPEC §14): an ended keyed task's
+// Scheduler::retry without a store (docs/guide/durability.md): an ended keyed task's
 // payload and options submitted again as a new task that takes the key.
 #include "driver_harness.hpp"
 

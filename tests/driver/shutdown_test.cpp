@@ -1,4 +1,4 @@
-// Shutdown (SPEC §12): stop admitting, drain within the grace, then cancel.
+// Shutdown (docs/guide/operations.md): stop admitting, drain within the grace, then cancel.
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Scheduler::snapshot() and its JSON form (SPEC §10) on a ManualClock.
+// Scheduler::snapshot() and its JSON form (docs/guide/operations.md) on a ManualClock.
 #include "driver_harness.hpp"
 
 #include <gtest/gtest.h>

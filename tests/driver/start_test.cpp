@@ -47,7 +47,7 @@ Sched noting_start(asio::io_context& io, bool& began) {
 
 }  // namespace
 
-// The abort sequence of SPEC §4 reaches a running coroutine whether its
+// The abort sequence of docs/guide/executors.md reaches a running coroutine whether its
 // lane is a strand or the one-thread io_context's executor itself.
 TEST_P(Lanes, AbortReachesTheRunningCoroutineInOrder) {
     auto io = make_io(GetParam());

@@ -1,4 +1,4 @@
-// try_submit_many (SPEC §13): independent tasks in one engine step, each
+// try_submit_many (docs/design.md): independent tasks in one engine step, each
 // admitted or rejected on its own.
 #include "driver_harness.hpp"
 

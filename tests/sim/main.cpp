@@ -138,7 +138,7 @@ std::string shares_text(const std::array<double, cronoq::priority_count>& shares
 std::string preamble(const Options& o) {
     const SimConfig& c = o.config;
     const core::EngineConfig defaults{};
-    std::string engine_note = "default SPEC §3 constants (window factor " +
+    std::string engine_note = "default docs/guide/ordering.md constants (window factor " +
                               std::to_string(c.engine.urgency.window_factor).substr(0, 4) + ")";
     if (c.engine.urgency.window != defaults.urgency.window)
         engine_note += ", except urgency window " + format_duration(c.engine.urgency.window.count());
@@ -156,7 +156,7 @@ std::string preamble(const Options& o) {
                   "started by its end (a wait as long as the run). Max Low wait: the longest Low wait, or \"> age\" of "
                   "the oldest Low task never started; Low not started: Low tasks still waiting at the horizon. "
                   "Deadline hit: deadline tasks whose deadline is within the horizon that succeeded by it. "
-                  "Adherence: dispatches with more than one task ready that took a best-scored ready task (SPEC §3 "
+                  "Adherence: dispatches with more than one task ready that took a best-scored ready task (docs/guide/ordering.md "
                   "formula, the engine's constants). Util: busy worker-time / (workers x horizon).\n\n",
                   o.quick ? " --quick" : "", static_cast<unsigned long long>(c.seed), c.workers,
                   c.tasks_at_unit_load, 100 * c.class_share[0], 100 * c.class_share[1], 100 * c.class_share[2],
@@ -183,7 +183,7 @@ std::string trace_name(const Workload& w, double load) {
 struct RunChecks {
     Check accounted{"every task accounted for (ended, running, waiting or rejected at the horizon; none lost)"};
     Check utilization{"utilization <= 100 %"};
-    Check head_rule{"every engine dispatch is the SPEC §3 head-comparison choice (shares included)"};
+    Check head_rule{"every engine dispatch is the docs/guide/ordering.md head-comparison choice (shares included)"};
     Check model{"the score model's best score equals a scan of the ready set"};
 
     void record(const std::string& where, const Trace& trace, const RunResult& run, const Row& row) {

@@ -204,7 +204,7 @@ public:
     }
 
 private:
-    // SPEC §5 with RetryPolicy{}: uniform in [0, min(1 s x 2^(n-2), 60 s)].
+    // docs/guide/ordering.md with RetryPolicy{}: uniform in [0, min(1 s x 2^(n-2), 60 s)].
     Nanos backoff(std::uint32_t next_attempt) {
         const double ceiling = std::min(std::ldexp(1.0, static_cast<int>(next_attempt) - 2), 60.0);
         return static_cast<Nanos>(std::llround(ceiling * jitter_.uniform() * 1e9));

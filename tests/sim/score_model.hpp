@@ -1,6 +1,6 @@
 #pragma once
 // The simulator's own model of the ready set of a main trace (tasks ready
-// from their arrival, no retries), scored by the SPEC §3 formula
+// from their arrival, no retries), scored by the docs/guide/ordering.md formula
 //
 //     score = base[class] + min(aging_rate * wait, age_cap) + urgency
 //

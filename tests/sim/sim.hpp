@@ -71,7 +71,7 @@ struct SimConfig {
     std::array<double, priority_count> class_share{0.05, 0.15, 0.50, 0.30};
     double deadline_share = 0.30;  ///< tasks that carry a deadline
     double deadline_factor = 3.0;  ///< deadline = arrival + factor * service
-    /// The engine of the "cronoq" column: the SPEC §3 defaults (and the
+    /// The engine of the "cronoq" column: the docs/guide/ordering.md defaults (and the
     /// default window factor).
     core::EngineConfig engine{};
     /// The "cronoq+shares" column: the same engine with these shares.
@@ -141,7 +141,7 @@ struct RunResult {
     Nanos busy = 0;                 ///< worker time of the attempts, up to the horizon
     std::uint64_t contended = 0;           ///< dispatches with more than one task ready (main traces)
     std::uint64_t contended_best = 0;      ///< ... that took a best-scored ready task
-    std::uint64_t head_rule_mismatches = 0;  ///< engine only: not the SPEC §3 head rule's choice (with shares)
+    std::uint64_t head_rule_mismatches = 0;  ///< engine only: not the docs/guide/ordering.md head rule's choice (with shares)
     std::uint64_t model_mismatches = 0;      ///< with verify_model: closed form != scan
     bool judged = false;                     ///< adherence and the head rule were measured (main traces)
     std::vector<Nanos> completions;          ///< when attempts ended (a worker freed), in time order

@@ -54,7 +54,7 @@ struct Status {
     Time at;
     std::string message;
     /// `Retrying`: when its backoff ends; `Scheduled`: its fixed start;
-    /// empty otherwise. What a store keeps to bring the task back (SPEC §14).
+    /// empty otherwise. What a store keeps to bring the task back (docs/guide/durability.md).
     std::optional<Time> until;
     std::uint64_t user;  ///< TaskSpec::user
 };

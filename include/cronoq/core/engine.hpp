@@ -1,6 +1,6 @@
 #pragma once
 // The scheduling engine: a deterministic, single-threaded, sans-IO state
-// machine (SPEC §1). It reads no clock, starts no thread and never sees a
+// machine (docs/design.md). It reads no clock, starts no thread and never sees a
 // payload. Every call takes `now`; the answers are actions, drained with
 // `drain()`. Each mutating call first processes what was due by `now` (as
 // `tick` would), so outcomes never depend on whether the owner ticked in
@@ -53,7 +53,7 @@ struct PoolCounters {
     std::uint64_t starts_late = 0;     ///< dispatched later (RunLate) or missed
 };
 
-/// A pool's figures over the metrics window (SPEC §10), at one instant.
+/// A pool's figures over the metrics window (docs/guide/operations.md), at one instant.
 struct PoolStats {
     Duration window{};
     std::size_t capacity = 0;
@@ -132,7 +132,7 @@ public:
     /// a live or retained task returns that task's id and admits nothing
     /// (no action is emitted).
     ///
-    /// Bounds (SPEC §8): a task beyond its pool's or the global
+    /// Bounds (docs/guide/resources-and-bounds.md): a task beyond its pool's or the global
     /// `max_pending` (tasks admitted and not running) follows its pool's
     /// `OverflowPolicy`: `Wait` → `Full` (and a `SpaceAvailable` for the
     /// pool once there is room), `Reject` → `Overloaded`, `ShedLowest` /
@@ -140,7 +140,7 @@ public:
     /// admitted, or `Overloaded` when there is none.
     SubmitResult<TaskId> submit(const TaskSpec& spec, Time now);
 
-    /// Admits all of `specs` or none (SPEC §7). Tasks may depend on each
+    /// Admits all of `specs` or none (docs/guide/dependencies-and-keys.md). Tasks may depend on each
     /// other by key, in any order; ids come back in the order of `specs`.
     /// Beyond `submit`'s errors: DuplicateKeyInBatch, Cycle,
     /// UnknownDependency, ReservationConflict; each message names the
@@ -149,7 +149,7 @@ public:
     /// holder's id and admits nothing.
     SubmitResult<std::vector<TaskId>> submit_batch(std::span<const TaskSpec> specs, Time now);
 
-    /// Brings back tasks a durable store kept, after a restart (SPEC §14
+    /// Brings back tasks a durable store kept, after a restart (docs/guide/durability.md
     /// "Recovery"). One result per task, in order: its id, or why it could
     /// not come back (id 0 or already known, given twice, ShuttingDown,
     /// and `submit`'s field errors: UnknownPool, Invalid).
@@ -183,7 +183,7 @@ public:
     std::vector<SubmitResult<TaskId>> restore(std::span<const RestoredTask> tasks, Time now);
 
     /// Admits `spec` as a new task (new id, fresh attempts) the way
-    /// `submit` would, in place of the ended task `old` (SPEC §14
+    /// `submit` would, in place of the ended task `old` (docs/guide/durability.md
     /// `Scheduler::retry`). When `spec.key` is `old`'s key, the key moves
     /// to the new task in the same call: `old` keeps its terminal status
     /// and loses its key; its dependents are not revisited. Errors: Invalid
@@ -206,7 +206,7 @@ public:
     /// as late) for a lease that is not live, or not `from`'s when given.
     bool heartbeat(LeaseId lease, Time now, WorkerId from = {});
 
-    // ---- remote workers (SPEC §15) ----------------------------------------
+    // ---- remote workers (docs/remote.md) ----------------------------------------
     // A remote pool (`PoolConfig::remote`) runs its attempts on workers
     // its owner connects here; each Dispatch names the worker that holds
     // the lease. The capacity is the sum of the connected workers' granted
@@ -279,7 +279,7 @@ public:
     /// True after `shutdown` or `hand_over`.
     bool is_shutting_down() const;
 
-    /// Shutdown with a durable store (SPEC §14): the work is handed over to
+    /// Shutdown with a durable store (docs/guide/durability.md): the work is handed over to
     /// the next leader instead of being cancelled. Stops admitting
     /// (ShuttingDown) and dispatching; tasks that are not running keep
     /// their status and get no action (no backoff ends, no start is due,

@@ -26,7 +26,7 @@ using PoolId = std::uint32_t;
 /// Dense index of an interned kind name (`Engine::intern_kind`); 0 is "".
 using KindId = std::uint32_t;
 
-/// Labels of a remote worker or of a task that needs one (SPEC §15): name
+/// Labels of a remote worker or of a task that needs one (docs/remote.md): name
 /// and value pairs, sorted by name, each name once.
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
@@ -47,13 +47,13 @@ struct PoolConfig {
     Bounds bounds{};  ///< cap on tasks not yet running
     OverflowPolicy overflow = OverflowPolicy::Wait;
     std::size_t min_workers = 0;  ///< floor of the capacity under autoscaling
-    /// Autoscaling within [min_workers, max_workers] (SPEC §9); off if empty.
+    /// Autoscaling within [min_workers, max_workers] (docs/guide/resources-and-bounds.md); off if empty.
     std::optional<AutoscaleConfig> autoscale;
     /// A user policy replaces the default formula (with `autoscale` set).
     /// The engine never calls it: at each evaluation it emits `AskScaler`
     /// and its owner answers with `Engine::answer_scaler`.
     bool user_scaler = false;
-    /// Attempts run on remote workers (SPEC §15, `Engine::connect_worker`):
+    /// Attempts run on remote workers (docs/remote.md, `Engine::connect_worker`):
     /// the capacity is the sum of the slots granted to the pool's connected
     /// workers, capped by `max_workers` when it is not 0 (no cap else);
     /// `capacity` and `min_workers` are not used, `autoscale` is a
@@ -76,15 +76,15 @@ struct EngineConfig {
     /// Cap on tasks not yet running, over all pools; a submission beyond it
     /// follows the overflow policy of its own pool.
     Bounds global_bounds{};
-    /// The sliding window of `Engine::stats` (SPEC §10).
+    /// The sliding window of `Engine::stats` (docs/guide/operations.md).
     Duration metrics_window = std::chrono::seconds(60);
-    /// Semaphores and token buckets shared by every pool (SPEC §8).
+    /// Semaphores and token buckets shared by every pool (docs/guide/resources-and-bounds.md).
     std::vector<Resource> resources;
     /// How many kinds without a live task the engine remembers, with their
     /// learned run times; beyond it the least recently used is forgotten
     /// (see `Engine::intern_kind`). Kinds with live tasks are always kept.
     std::size_t kind_capacity = 4096;
-    /// Ids are handed out from these on (SPEC §14): a leader restarted over
+    /// Ids are handed out from these on (docs/guide/durability.md): a leader restarted over
     /// a store starts above the marks its predecessor committed, so that no
     /// task id is reissued and no late report matches a new lease. Ids come
     /// from counters shared by every engine of the process (ids are unique
@@ -130,7 +130,7 @@ struct TaskSpec {
 };
 
 /// A task as a durable store last committed it, for `Engine::restore`
-/// (SPEC §14 "Recovery").
+/// (docs/guide/durability.md "Recovery").
 struct RestoredTask {
     TaskId id;
     /// As first submitted. `spec.pool` must name a pool of the restoring

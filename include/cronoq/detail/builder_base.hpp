@@ -59,7 +59,7 @@ public:
     /// Threads of the pool for blocking work (0: hardware concurrency, >= 2).
     Self& blocking_threads(std::size_t n) { options_.blocking_threads = n; return self(); }
     /// How long `shutdown` waits, after aborting an attempt, for its
-    /// coroutine to return before abandoning it (default 1 s; SPEC §12).
+    /// coroutine to return before abandoning it (default 1 s; docs/guide/operations.md).
     template <class Rep, class Period>
     Self& abandon_after(std::chrono::duration<Rep, Period> d) {
         options_.abandon_after = saturating_ns(d);
@@ -86,7 +86,7 @@ public:
         options_.subscriptions.push_back(queue);
         return Access::make<EventStream>(std::move(queue));
     }
-    /// Keeps the scheduler's state in `store` (SPEC §14): acknowledged work
+    /// Keeps the scheduler's state in `store` (docs/guide/durability.md): acknowledged work
     /// survives a crash, and processes sharing the store stand by for one
     /// another. Such a scheduler is made with `open()`, which waits to lead
     /// and recovers, not with `build()`. `P` and `O` need a `codec`.

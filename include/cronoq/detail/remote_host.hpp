@@ -1,5 +1,5 @@
 #pragma once
-// The seam between a scheduler and the worker server (SPEC §15): what the
+// The seam between a scheduler and the worker server (docs/remote.md): what the
 // gRPC component asks of a `Scheduler` about remote pools, and what the
 // scheduler tells each connected worker's stream. Bytes only (payloads and
 // outputs pass through the pool's `codec<P>` / `codec<O>` on the scheduler's

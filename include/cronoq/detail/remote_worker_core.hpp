@@ -1,5 +1,5 @@
 #pragma once
-// The non-template part of RemoteWorker (SPEC §15), compiled once into
+// The non-template part of RemoteWorker (docs/remote.md), compiled once into
 // cronoq::grpc: the connection, slots, heartbeats, reconnects and the
 // drain, over leases and outcomes in bytes. RemoteWorker<P, O> adds the
 // codecs and the typed handler.

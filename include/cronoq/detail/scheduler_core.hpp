@@ -45,7 +45,7 @@ struct SchedulerOptions {
     /// How long shutdown waits for the coroutine of an aborted attempt
     /// before abandoning it.
     std::chrono::nanoseconds abandon_after = std::chrono::seconds(1);
-    /// Where the state is kept (SPEC §14); null: in memory only.
+    /// Where the state is kept (docs/guide/durability.md); null: in memory only.
     std::shared_ptr<Store> store;
     /// Subscriptions taken from the builder (`BuilderBase::subscribe`),
     /// made before the scheduler: `create` attaches those no other
@@ -119,7 +119,7 @@ public:
     /// How often the engine's lock was taken so far (a cost figure).
     std::uint64_t lock_acquisitions() const;
     Snapshot snapshot() const;
-    /// The scheduler as a worker server sees it (SPEC §15,
+    /// The scheduler as a worker server sees it (docs/remote.md,
     /// <cronoq/detail/remote_host.hpp>): one object per scheduler, made on
     /// first use, thread-safe. It holds the scheduler weakly: once the
     /// scheduler is gone, `connect` refuses (ShuttingDown) and the other

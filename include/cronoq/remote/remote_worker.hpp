@@ -1,6 +1,6 @@
 #pragma once
 // RemoteWorker<P, O>: runs the attempts of a scheduler's remote pool in this
-// process, connected to its WorkerServer over gRPC (SPEC §15). Part of the
+// process, connected to its WorkerServer over gRPC (docs/remote.md). Part of the
 // `cronoq::grpc` component; this header includes Asio but no gRPC.
 #include <cronoq/codec.hpp>
 #include <cronoq/detail/remote_worker_core.hpp>

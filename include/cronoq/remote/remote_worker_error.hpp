@@ -1,5 +1,5 @@
 #pragma once
-// RemoteWorkerError: what a RemoteWorker cannot fix by reconnecting (SPEC §15).
+// RemoteWorkerError: what a RemoteWorker cannot fix by reconnecting (docs/remote.md).
 #include <stdexcept>
 #include <string>
 

@@ -1,6 +1,6 @@
 #pragma once
 // TlsFiles: the PEM files of one side of a TLS connection between a
-// WorkerServer and its workers (SPEC §15).
+// WorkerServer and its workers (docs/remote.md).
 #include <filesystem>
 #include <optional>
 

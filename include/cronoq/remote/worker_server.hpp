@@ -1,6 +1,6 @@
 #pragma once
 // WorkerServer: the gRPC endpoint remote workers connect to, served next to
-// a Scheduler (SPEC §15). Part of the `cronoq::grpc` component; this header
+// a Scheduler (docs/remote.md). Part of the `cronoq::grpc` component; this header
 // includes no gRPC (the server lives behind a pointer).
 #include <cronoq/detail/access.hpp>
 #include <cronoq/detail/remote_host.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// PostgresStore: a store in a schema of a PostgreSQL database (SPEC §14),
+// PostgresStore: a store in a schema of a PostgreSQL database (docs/guide/durability.md),
 // for schedulers on several hosts. Link cronoq::postgres.
 #include <cronoq/store/store.hpp>
 

@@ -1,5 +1,5 @@
 #pragma once
-// SqliteStore: a store in one local SQLite file (SPEC §14), the embedded
+// SqliteStore: a store in one local SQLite file (docs/guide/durability.md), the embedded
 // default. Link cronoq::sqlite.
 #include <cronoq/store/store.hpp>
 

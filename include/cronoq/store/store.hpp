@@ -1,5 +1,5 @@
 #pragma once
-// Store: where a scheduler keeps its durable state (SPEC §14), the errors a
+// Store: where a scheduler keeps its durable state (docs/guide/durability.md), the errors a
 // store reports and what it knows of one task.
 #include <cronoq/codec.hpp>
 #include <cronoq/ids.hpp>

@@ -128,7 +128,7 @@ TEST_P(Processes, AFrozenLeaderIsOvertakenFencedAndWritesNothingAfterTheTakeover
     site().open();
     // Paced, so the leader spends most of its time outside transactions: a
     // SQLite leader frozen inside a transaction holds the write lock and no
-    // standby can take over until it wakes (SPEC §14), so such a stop is
+    // standby can take over until it wakes (docs/guide/durability.md), so such a stop is
     // retried. A PostgreSQL standby ends the frozen session and takes over
     // at the first stop.
     LeaderProcess a(site().child_args(), "A", lease, {"pace=20"});

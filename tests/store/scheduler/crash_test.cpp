@@ -1,4 +1,4 @@
-// A scheduler with a store killed at random points (SPEC §14), on each
+// A scheduler with a store killed at random points (docs/guide/durability.md), on each
 // backend: a child process submits with submit() and reports each
 // acknowledged task; the parent SIGKILLs it, opens the store itself and
 // runs everything to the end.

@@ -1,4 +1,4 @@
-// A scheduler with a SQLite store (SPEC §14), in one process: open, the
+// A scheduler with a SQLite store (docs/guide/durability.md), in one process: open, the
 // acknowledgement rule, hand-over at shutdown, recovery on reopen.
 #include "durable_support.hpp"
 

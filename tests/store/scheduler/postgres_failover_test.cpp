@@ -1,4 +1,4 @@
-// Failover that only a PostgreSQL store has (SPEC §14 "Leader, standbys,
+// Failover that only a PostgreSQL store has (docs/guide/durability.md "Leader, standbys,
 // fencing"), with real processes: the server ends the leading scheduler's
 // session (pg_terminate_backend, as an administrator or a standby does).
 // The standby takes the freed lock over at its next look, long before the

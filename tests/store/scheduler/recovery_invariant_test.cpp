@@ -1,4 +1,4 @@
-// Recovery at a random step (SPEC §14 "Recovery"), randomized, on each
+// Recovery at a random step (docs/guide/durability.md "Recovery"), randomized, on each
 // backend: a child
 // process makes random calls on a scheduler with a store (submissions with
 // and without keys, dependencies, fixed starts, priorities, attempts that

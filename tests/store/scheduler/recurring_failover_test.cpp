@@ -1,4 +1,4 @@
-// A recurring schedule across a failover (SPEC §14 "Recovery": no
+// A recurring schedule across a failover (docs/guide/durability.md "Recovery": no
 // occurrence fires twice, and one missed while no process led fires once),
 // with real processes in real time, on each backend: a child leads and adds
 // a schedule that fires every second; once it ran a few occurrences it is

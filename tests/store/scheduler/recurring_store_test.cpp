@@ -1,4 +1,4 @@
-// Recurring schedules with a store (SPEC §14 "Recovery"): a schedule comes
+// Recurring schedules with a store (docs/guide/durability.md "Recovery"): a schedule comes
 // back with the store, fires no occurrence twice across a restart, and one
 // missed while no process led fires once. On ManualClocks: each process's
 // clock starts at the wall time the test gives it.

@@ -1,4 +1,4 @@
-// Schedulers standing by for one another on one store (SPEC §14 "Leader,
+// Schedulers standing by for one another on one store (docs/guide/durability.md "Leader,
 // standbys, fencing"), with real processes, on each backend: a child leads
 // and submits, the test process waits in open() as the standby. A leader
 // killed with SIGKILL is taken over and the standby finishes every
@@ -107,7 +107,7 @@ TEST_P(StandbyScheduler, AFrozenLeaderIsFencedWhenItWakesAndWritesNothingAfterTh
     test::TestStore store(GetParam());
     // Paced, so that a SQLite leader is mostly outside a transaction: one
     // frozen inside its commit holds the file's write lock, and no standby
-    // can take over until it wakes (SPEC §14), so such a freeze is tried
+    // can take over until it wakes (docs/guide/durability.md), so such a freeze is tried
     // again. A PostgreSQL standby ends the frozen leader's session once the
     // lease ran out, wherever it froze: the first freeze must do.
     const int freezes = GetParam() == test::Backend::Sqlite ? 20 : 1;
