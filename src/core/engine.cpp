@@ -341,13 +341,7 @@ void Engine::shutdown(Time now, Time grace_end) {
         if (t.id && !is_terminal(t.status) && (t.status != TaskStatus::Running || t.run == no_slot))
             s.finish(slot, TaskStatus::Cancelled, "shutdown", now);
     }
-    if (grace_end < s.grace_end) {
-        s.grace_end = grace_end;
-        if (grace_end <= now)
-            s.abort_all_running(now);
-        else
-            s.push_timer(grace_end, no_slot, 0, TimerKind::ShutdownGrace);
-    }
+    s.shorten_grace(now, grace_end);
     s.settle(now);
 }
 
@@ -359,13 +353,7 @@ void Engine::hand_over(Time now, Time grace_end) {
     s.run_due_timers(now);
     s.shutting_down = true;
     s.handing_over = true;
-    if (grace_end < s.grace_end) {
-        s.grace_end = grace_end;
-        if (grace_end <= now)
-            s.abort_all_running(now);
-        else
-            s.push_timer(grace_end, no_slot, 0, TimerKind::ShutdownGrace);
-    }
+    s.shorten_grace(now, grace_end);
     s.settle(now);
 }
 

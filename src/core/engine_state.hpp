@@ -267,6 +267,10 @@ struct Engine::State {
     // (as the store has them) with no attempt: the next leader recovers
     // them as after a crash.
     void abort_all_running(Time now);
+    // A shutdown's or hand-over's grace ends at `grace_end` unless it ends
+    // sooner already: then, or at once when it has passed, every running
+    // attempt is aborted.
+    void shorten_grace(Time now, Time end);
 
     // ---- reports for a lease ---------------------------------------------------
     // The slot of the attempt holding `lease`, for a report made at `now`.

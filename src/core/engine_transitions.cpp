@@ -267,4 +267,13 @@ void Engine::State::abort_all_running(Time now) {
     }
 }
 
+void Engine::State::shorten_grace(Time now, Time end) {
+    if (end >= grace_end) return;
+    grace_end = end;
+    if (end <= now)
+        abort_all_running(now);
+    else
+        push_timer(end, no_slot, 0, TimerKind::ShutdownGrace);
+}
+
 }  // namespace cronoq::core

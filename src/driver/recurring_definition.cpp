@@ -1,6 +1,7 @@
 #include "recurring_definition.hpp"
 
 #include "task_options.hpp"
+#include "versioned_json.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -49,8 +50,7 @@ std::string from_hex(std::string_view hex) {
 
 std::string encode_schedule(const RecurringRequest& request, std::string_view payload, Wall added_at) {
     const TaskRequest& task = request.task;
-    json j = json::object();
-    j["v"] = schedule_format_version;
+    json j = versioned_object(schedule_format_version);
     j["cron"] = request.cron;
     j["tz"] = request.tz;
     j["overlap"] = static_cast<int>(request.overlap);
@@ -71,10 +71,7 @@ std::string encode_schedule(const RecurringRequest& request, std::string_view pa
 }
 
 StoredSchedule decode_schedule(std::string_view text) {
-    const json j = json::parse(text);
-    if (j.value("v", 0) != schedule_format_version)
-        throw std::runtime_error("a schedule of format version " + std::to_string(j.value("v", 0)) +
-                                 " (this cronoq reads version " + std::to_string(schedule_format_version) + ")");
+    const json j = parse_versioned(text, schedule_format_version, "a schedule");
     StoredSchedule s;
     RecurringRequest& r = s.request;
     r.cron = j.at("cron").get<std::string>();

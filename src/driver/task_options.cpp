@@ -1,5 +1,7 @@
 #include "task_options.hpp"
 
+#include "versioned_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -48,8 +50,7 @@ constexpr int format_version = 1;
 std::int64_t wall_ns(Wall t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(); }
 
 std::string encode_options(const TaskRequest& r, Wall wall) {
-    json j = json::object();
-    j["v"] = format_version;
+    json j = versioned_object(format_version);
     j["priority"] = static_cast<int>(r.priority);
     if (r.deadline_at) j["deadline_at"] = ns(*r.deadline_at);
     if (r.deadline_in) j["deadline_at"] = ns(saturating_add(wall, *r.deadline_in));
@@ -84,10 +85,7 @@ std::string encode_options(const TaskRequest& r, Wall wall) {
 }
 
 TaskRequest decode_options(std::string_view text) {
-    const json j = json::parse(text);
-    if (j.value("v", 0) != format_version)
-        throw std::runtime_error("task options of format version " + std::to_string(j.value("v", 0)) +
-                                 " (this cronoq reads version " + std::to_string(format_version) + ")");
+    const json j = parse_versioned(text, format_version, "task options");
     TaskRequest r;
     const int priority = j.at("priority").get<int>();
     if (priority < 0 || priority >= static_cast<int>(priority_count)) throw std::runtime_error("bad priority");

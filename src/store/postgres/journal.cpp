@@ -20,14 +20,14 @@ Param low_half(std::int64_t key) { return Param(static_cast<std::int64_t>(static
 }  // namespace
 
 PostgresStore::Impl::Impl(std::string info, PostgresStoreConfig configuration)
-    : conninfo(std::move(info)),
+    // A standby (and its reconnects) backs off up to a second while the
+    // server is away.
+    : PipelineStore(PipelineConfig{configuration.leader_lease, configuration.keep_finished, std::chrono::seconds(1)}),
+      conninfo(std::move(info)),
       config(std::move(configuration)),
-      holder(make_holder_name()),
-      // A standby (and its reconnects) backs off up to a second while the
-      // server is away.
-      pipeline_(*this, PipelineConfig{config.leader_lease, config.keep_finished, std::chrono::seconds(1)}) {}
+      holder(make_holder_name()) {}
 
-PostgresStore::Impl::~Impl() { pipeline_.stop(); }
+PostgresStore::Impl::~Impl() { stop(); }
 
 std::optional<std::uint64_t> PostgresStore::Impl::try_take_over(nanoseconds&) {
     if (!writer || !writer->alive()) {

@@ -53,36 +53,25 @@ Connection& PostgresStore::Impl::inspection_connection() const {
     return *inspection;
 }
 
-std::optional<store::TaskRow> PostgresStore::Impl::read_task(const TaskRef& task) const {
-    std::lock_guard lock(inspection_mutex);
+std::optional<store::TaskRow> PostgresStore::Impl::find_row(const TaskRef& task) const {
     return find_task(inspection_connection(), *names, task);
 }
 
-std::optional<StoredTask> PostgresStore::get_task(TaskRef task) const {
-    auto row = impl_->read_task(task);
-    if (!row) return std::nullopt;
-    return store::to_stored_task(std::move(*row));
+std::vector<store::TaskRow> PostgresStore::Impl::list_rows(TaskStatus status, std::size_t limit) const {
+    return list_tasks(inspection_connection(), *names, status, limit);
 }
+
+std::size_t PostgresStore::Impl::prune_rows(store::WallTime cutoff, std::size_t limit) {
+    return prune_tasks(inspection_connection(), *names, cutoff, limit);
+}
+
+std::optional<StoredTask> PostgresStore::get_task(TaskRef task) const { return impl_->get_task(task); }
 
 std::vector<StoredTask> PostgresStore::list(TaskStatus status, std::size_t limit) const {
-    std::lock_guard lock(impl_->inspection_mutex);
-    std::vector<StoredTask> out;
-    for (auto& row : list_tasks(impl_->inspection_connection(), *impl_->names, status, limit))
-        out.push_back(store::to_stored_task(std::move(row)));
-    return out;
+    return impl_->list(status, limit);
 }
 
-std::size_t PostgresStore::prune(std::chrono::nanoseconds older_than) {
-    std::lock_guard lock(impl_->inspection_mutex);
-    const auto cutoff = store::age_cutoff(std::chrono::system_clock::now(), older_than);
-    constexpr std::size_t chunk = 1000;
-    std::size_t total = 0;
-    for (;;) {
-        const std::size_t removed = prune_tasks(impl_->inspection_connection(), *impl_->names, cutoff, chunk);
-        total += removed;
-        if (removed < chunk) return total;
-    }
-}
+std::size_t PostgresStore::prune(std::chrono::nanoseconds older_than) { return impl_->prune(older_than); }
 
 store::Journal& PostgresStore::journal() { return *impl_; }
 

@@ -113,6 +113,17 @@ std::int64_t read_version(Connection& c, const Names& n) {
     return version;
 }
 
+HighWaterMarks read_marks(Connection& c, const Names& n) {
+    HighWaterMarks marks;
+    Result m = c.exec("SELECT name, value FROM " + n.meta + " WHERE name IN ('next_task_id', 'next_lease_id')");
+    for (int i = 0; i < m.rows(); ++i) {
+        const auto value = static_cast<std::uint64_t>(m.int64(i, 1));
+        if (m.text(i, 0) == "next_task_id") marks.next_task_id = value;
+        else marks.next_lease_id = value;
+    }
+    return marks;
+}
+
 }  // namespace
 
 Names::Names(const Connection& connection, const std::string& name)
@@ -239,12 +250,7 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
         if (!recurring.is_null(i, 2)) row.last_fired = from_stored(recurring.int64(i, 2));
         out.recurring.push_back(std::move(row));
     }
-    Result marks = c.exec("SELECT name, value FROM " + n.meta + " WHERE name IN ('next_task_id', 'next_lease_id')");
-    for (int i = 0; i < marks.rows(); ++i) {
-        const auto value = static_cast<std::uint64_t>(marks.int64(i, 1));
-        if (marks.text(i, 0) == "next_task_id") out.marks.next_task_id = value;
-        else out.marks.next_lease_id = value;
-    }
+    out.marks = read_marks(c, n);
     return out;
 }
 
@@ -257,17 +263,7 @@ StoreStats read_stats(Connection& c, const Names& n) {
         stats.tasks += counts.int64(i, 1);
     }
     stats.recurring = c.exec("SELECT count(*) FROM " + n.recurring).int64(0, 0);
-    const Recovered marks = [&] {
-        Recovered r;
-        Result m = c.exec("SELECT name, value FROM " + n.meta + " WHERE name IN ('next_task_id', 'next_lease_id')");
-        for (int i = 0; i < m.rows(); ++i) {
-            const auto value = static_cast<std::uint64_t>(m.int64(i, 1));
-            if (m.text(i, 0) == "next_task_id") r.marks.next_task_id = value;
-            else r.marks.next_lease_id = value;
-        }
-        return r;
-    }();
-    stats.marks = marks.marks;
+    stats.marks = read_marks(c, n);
     Result leader = c.exec("SELECT epoch, holder, backend_pid, CASE WHEN isfinite(expires_at) THEN "
                            "(extract(epoch FROM expires_at) * 1000000)::bigint * 1000 ELSE 0 END FROM " +
                            n.leader + " WHERE id = 1");

@@ -1,9 +1,10 @@
 #pragma once
-// PostgresStore's state: the inspection connection, and the database half
-// of the store's thread (store::CommitBackend) under the backend-neutral
-// commit pipeline that implements store::Journal; the SQL of the schema,
-// its rows and its lease.
-#include "../commit_pipeline.hpp"
+// PostgresStore's state: the inspection connection and its queries, and the
+// database half of the store's thread (store::CommitBackend) under the
+// backend-neutral store::PipelineStore; the SQL of the schema, its rows and
+// its lease.
+#include "../pipeline_store.hpp"
+#include "../store_stats.hpp"
 #include "../stored_values.hpp"
 #include "pg.hpp"
 
@@ -12,9 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,38 +80,17 @@ Recovered load(Connection& connection, const Names& names, WallTime terminal_sin
 std::string lease_expiry(int n);
 Param lease_param(std::chrono::nanoseconds lease);
 
-struct LeaderRow {
-    std::uint64_t epoch = 0;
-    std::optional<std::string> holder;
-    std::optional<std::int64_t> backend_pid;
-    WallTime expires_at;  ///< the epoch for none
-};
-
-struct StoreStats {
-    std::int64_t schema_version = 0;
-    std::map<std::string, std::int64_t> tasks_by_status;
-    std::int64_t tasks = 0;
-    std::int64_t recurring = 0;
-    HighWaterMarks marks;
-    LeaderRow leader;
-};
 StoreStats read_stats(Connection& connection, const Names& names);
 
 }  // namespace cronoq::store::postgres
 
 namespace cronoq {
 
-struct PostgresStore::Impl final : store::Journal, store::CommitBackend {
+struct PostgresStore::Impl final : store::PipelineStore {
     Impl(std::string conninfo, PostgresStoreConfig config);
     /// Releases and joins the store's thread while the connections live.
     ~Impl() override;
 
-    // store::Journal: the pipeline, and the reads of this backend.
-    void lead(store::LeadHandlers handlers) override { pipeline_.lead(std::move(handlers)); }
-    store::Sequence enqueue(store::Batch batch) override { return pipeline_.enqueue(std::move(batch)); }
-    void release() override { pipeline_.release(); }
-    store::Figures figures() const override { return pipeline_.figures(); }
-    std::optional<store::TaskRow> read_task(const TaskRef& task) const override;
     /// A row is read back hex-escaped in one server message (at most 1 GiB):
     /// a payload and an output of 128 MiB each stay well inside it.
     std::size_t max_value_bytes() const override { return std::size_t{128} << 20; }
@@ -132,17 +110,19 @@ struct PostgresStore::Impl final : store::Journal, store::CommitBackend {
 
     /// Inspection reads and prunes, on a connection of their own; replaced
     /// when the server dropped it.
-    mutable std::mutex inspection_mutex;
     mutable std::unique_ptr<store::postgres::Connection> inspection;
-    store::postgres::Connection& inspection_connection() const;
     /// Used by the store's thread only, once it runs.
     std::unique_ptr<store::postgres::Connection> writer;
 
 private:
+    store::postgres::Connection& inspection_connection() const;
+    // store::PipelineStore's inspection queries (postgres_store.cpp).
+    std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
+    std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
+    std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
+
     /// The lease statements of every commit, made at the first.
     std::string check_sql_, renew_sql_, give_up_sql_;
-    /// Last: it is stopped first, while everything it uses still lives.
-    store::CommitPipeline pipeline_;
 };
 
 }  // namespace cronoq

@@ -15,13 +15,13 @@ using std::chrono::nanoseconds;
 using std::chrono::system_clock;
 
 SqliteStore::Impl::Impl(std::filesystem::path file, SqliteStoreConfig configuration)
-    : path(std::move(file)),
+    // A failing file is looked at again every poll interval.
+    : PipelineStore(PipelineConfig{configuration.leader_lease, configuration.keep_finished, nanoseconds(0)}),
+      path(std::move(file)),
       config(configuration),
-      holder(make_holder_name()),
-      // A failing file is looked at again every poll interval.
-      pipeline_(*this, PipelineConfig{config.leader_lease, config.keep_finished, nanoseconds(0)}) {}
+      holder(make_holder_name()) {}
 
-SqliteStore::Impl::~Impl() { pipeline_.stop(); }
+SqliteStore::Impl::~Impl() { stop(); }
 
 std::optional<std::uint64_t> SqliteStore::Impl::try_take_over(nanoseconds& next_look) {
     // A read of one row without a lock: cheap enough to poll.

@@ -45,6 +45,15 @@ std::optional<std::int64_t> optional_stored(const std::optional<WallTime>& time)
     return to_stored(*time);
 }
 
+HighWaterMarks read_marks(Connection& connection) {
+    HighWaterMarks marks;
+    marks.next_task_id =
+        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_task_id'"));
+    marks.next_lease_id =
+        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
+    return marks;
+}
+
 }  // namespace
 
 struct ChangeWriter::Statements {
@@ -153,10 +162,7 @@ Recovered load(Connection& connection, WallTime terminal_since) {
     while (recurring.step())
         out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
 
-    out.marks.next_task_id =
-        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_task_id'"));
-    out.marks.next_lease_id =
-        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
+    out.marks = read_marks(connection);
     return out;
 }
 
@@ -169,10 +175,7 @@ StoreStats read_stats(Connection& connection) {
         stats.tasks += counts.int64(1);
     }
     stats.recurring = connection.query_int("SELECT count(*) FROM recurring");
-    stats.marks.next_task_id =
-        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_task_id'"));
-    stats.marks.next_lease_id =
-        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
+    stats.marks = read_marks(connection);
     Statement leader(connection, "SELECT epoch, holder, expires_at FROM leader WHERE id = 1");
     if (leader.step())
         stats.leader = LeaderRow{static_cast<std::uint64_t>(leader.int64(0)), leader.optional_text(1),

@@ -2,6 +2,7 @@
 // Rows in and out of the SQLite schema: the changes a commit applies, the
 // inspection queries and the recovery load. Each function runs inside the
 // caller's transaction.
+#include "../store_stats.hpp"
 #include "../stored_values.hpp"
 #include "connection.hpp"
 
@@ -9,7 +10,6 @@
 #include <cronoq/task_ref.hpp>
 
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,20 +36,6 @@ std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t lim
 /// Recovered, except its epoch.
 Recovered load(Connection& connection, WallTime terminal_since);
 
-struct LeaderRow {
-    std::uint64_t epoch = 0;
-    std::optional<std::string> holder;
-    WallTime expires_at;
-};
-
-struct StoreStats {
-    std::int64_t schema_version = 0;
-    std::map<std::string, std::int64_t> tasks_by_status;
-    std::int64_t tasks = 0;
-    std::int64_t recurring = 0;
-    HighWaterMarks marks;
-    LeaderRow leader;
-};
 StoreStats read_stats(Connection& connection);
 
 }  // namespace cronoq::store::sqlite

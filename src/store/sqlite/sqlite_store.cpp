@@ -45,36 +45,25 @@ SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 SqliteStore::~SqliteStore() = default;
 
-std::optional<store::TaskRow> SqliteStore::Impl::read_task(const TaskRef& task) const {
-    std::lock_guard lock(inspection_mutex);
+std::optional<store::TaskRow> SqliteStore::Impl::find_row(const TaskRef& task) const {
     return find_task(*inspection, task);
 }
 
-std::optional<StoredTask> SqliteStore::get_task(TaskRef task) const {
-    auto row = impl_->read_task(task);
-    if (!row) return std::nullopt;
-    return store::to_stored_task(std::move(*row));
+std::vector<store::TaskRow> SqliteStore::Impl::list_rows(TaskStatus status, std::size_t limit) const {
+    return list_tasks(*inspection, status, limit);
 }
+
+std::size_t SqliteStore::Impl::prune_rows(store::WallTime cutoff, std::size_t limit) {
+    return prune_tasks(*inspection, cutoff, limit);
+}
+
+std::optional<StoredTask> SqliteStore::get_task(TaskRef task) const { return impl_->get_task(task); }
 
 std::vector<StoredTask> SqliteStore::list(TaskStatus status, std::size_t limit) const {
-    std::lock_guard lock(impl_->inspection_mutex);
-    std::vector<StoredTask> out;
-    for (auto& row : list_tasks(*impl_->inspection, status, limit)) out.push_back(store::to_stored_task(std::move(row)));
-    return out;
+    return impl_->list(status, limit);
 }
 
-std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) {
-    std::lock_guard lock(impl_->inspection_mutex);
-    const auto cutoff = store::age_cutoff(std::chrono::system_clock::now(), older_than);
-    // Chunks of their own transactions: a leader's commits wait at most one.
-    constexpr std::size_t chunk = 1000;
-    std::size_t total = 0;
-    for (;;) {
-        const std::size_t removed = prune_tasks(*impl_->inspection, cutoff, chunk);
-        total += removed;
-        if (removed < chunk) return total;
-    }
-}
+std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) { return impl_->prune(older_than); }
 
 store::Journal& SqliteStore::journal() { return *impl_; }
 

@@ -1,35 +1,27 @@
 #pragma once
-// SqliteStore's state: the inspection connection, and the database half of
-// the store's thread (store::CommitBackend) under the backend-neutral
-// commit pipeline that implements store::Journal.
-#include "../commit_pipeline.hpp"
+// SqliteStore's state: the inspection connection and its queries, and the
+// database half of the store's thread (store::CommitBackend) under the
+// backend-neutral store::PipelineStore.
+#include "../pipeline_store.hpp"
 #include "connection.hpp"
 #include "rows.hpp"
 
-#include <cronoq/store/journal.hpp>
 #include <cronoq/store/sqlite_store.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 namespace cronoq {
 
-struct SqliteStore::Impl final : store::Journal, store::CommitBackend {
+struct SqliteStore::Impl final : store::PipelineStore {
     Impl(std::filesystem::path file, SqliteStoreConfig config);
     /// Releases and joins the store's thread while the connections live.
     ~Impl() override;
 
-    // store::Journal: the pipeline, and the reads of this backend.
-    void lead(store::LeadHandlers handlers) override { pipeline_.lead(std::move(handlers)); }
-    store::Sequence enqueue(store::Batch batch) override { return pipeline_.enqueue(std::move(batch)); }
-    void release() override { pipeline_.release(); }
-    store::Figures figures() const override { return pipeline_.figures(); }
-    std::optional<store::TaskRow> read_task(const TaskRef& task) const override;
     std::size_t max_value_bytes() const override { return max_value_bytes_; }
     /// SQLite's limit on a string or blob, less room for the rest of a row.
     std::size_t max_value_bytes_ = 0;
@@ -48,15 +40,17 @@ struct SqliteStore::Impl final : store::Journal, store::CommitBackend {
 
     /// Inspection reads and prunes: a connection apart from the writer's,
     /// so they run in short transactions of their own while it commits.
-    mutable std::mutex inspection_mutex;
     std::unique_ptr<store::sqlite::Connection> inspection;
     /// Used by the store's thread only, once it runs.
     std::unique_ptr<store::sqlite::Connection> writer;
 
 private:
+    // store::PipelineStore's inspection queries (sqlite_store.cpp).
+    std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
+    std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
+    std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
+
     std::optional<store::sqlite::ChangeWriter> changer_;  ///< prepared once, at the first commit
-    /// Last: it is stopped first, while everything it uses still lives.
-    store::CommitPipeline pipeline_;
 };
 
 }  // namespace cronoq

@@ -87,7 +87,7 @@ void expect_arguments(const std::vector<std::string>& args, std::size_t count) {
 class Reader {
 public:
     virtual ~Reader() = default;
-    virtual sqlite::StoreStats stats() = 0;
+    virtual StoreStats stats() = 0;
     virtual std::vector<TaskRow> list(TaskStatus status, std::size_t limit) = 0;
     virtual std::optional<TaskRow> find(const TaskRef& task) = 0;
     virtual std::size_t prune(WallTime cutoff, std::size_t limit) = 0;
@@ -99,7 +99,7 @@ public:
         : db_(file, sqlite::Connection::Mode::ReadWrite, std::chrono::seconds(5)) {
         sqlite::verify(db_);
     }
-    sqlite::StoreStats stats() override {
+    StoreStats stats() override {
         sqlite::ReadTransaction read(db_);
         return sqlite::read_stats(db_);
     }
@@ -120,19 +120,12 @@ public:
         : db_(conninfo, std::chrono::seconds(5)), names_(db_, schema) {
         postgres::verify(db_, names_);
     }
-    sqlite::StoreStats stats() override {
+    StoreStats stats() override {
         // One snapshot for every figure.
         db_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        const postgres::StoreStats s = postgres::read_stats(db_, names_);
+        StoreStats stats = postgres::read_stats(db_, names_);
         db_.exec("COMMIT");
-        sqlite::StoreStats out;
-        out.schema_version = s.schema_version;
-        out.tasks_by_status = s.tasks_by_status;
-        out.tasks = s.tasks;
-        out.recurring = s.recurring;
-        out.marks = s.marks;
-        out.leader = sqlite::LeaderRow{s.leader.epoch, s.leader.holder, s.leader.expires_at};
-        return out;
+        return stats;
     }
     std::vector<TaskRow> list(TaskStatus status, std::size_t limit) override {
         return postgres::list_tasks(db_, names_, status, limit);
@@ -150,7 +143,7 @@ private:
 
 int stats(Reader& db, const Options& options) {
     expect_arguments(options.command, 1);
-    const sqlite::StoreStats stats = db.stats();
+    const StoreStats stats = db.stats();
     if (options.json) std::cout << tool::dump(tool::stats_json(stats)) << "\n";
     else std::cout << tool::stats_text(stats);
     return 0;

@@ -114,7 +114,7 @@ std::string task_details(const TaskRow& row) {
     return out;
 }
 
-nlohmann::json stats_json(const sqlite::StoreStats& stats) {
+nlohmann::json stats_json(const StoreStats& stats) {
     nlohmann::json out;
     out["schema_version"] = stats.schema_version;
     out["tasks"] = stats.tasks;
@@ -130,7 +130,7 @@ nlohmann::json stats_json(const sqlite::StoreStats& stats) {
     return out;
 }
 
-std::string stats_text(const sqlite::StoreStats& stats) {
+std::string stats_text(const StoreStats& stats) {
     std::string out = "schema version: " + std::to_string(stats.schema_version) + "\n";
     out += "tasks: " + std::to_string(stats.tasks) + "\n";
     for (const auto& [status, count] : stats.tasks_by_status) out += "  " + status + ": " + std::to_string(count) + "\n";

@@ -1,6 +1,6 @@
 #pragma once
 // cronoq-store's parsing and printing: durations, times, task objects.
-#include "sqlite/rows.hpp"
+#include "store_stats.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +36,7 @@ std::string task_line(const TaskRow& row);
 std::string task_details(const TaskRow& row);
 
 /// `leader.lease_expires_at` is null when no process holds the lease.
-nlohmann::json stats_json(const sqlite::StoreStats& stats);
-std::string stats_text(const sqlite::StoreStats& stats);
+nlohmann::json stats_json(const StoreStats& stats);
+std::string stats_text(const StoreStats& stats);
 
 }  // namespace cronoq::store::tool

@@ -1,0 +1,56 @@
+#pragma once
+// What every store backend shares above its database: store::Journal over
+// the commit pipeline, and the inspection members of `cronoq::Store`
+// (get_task, list, prune), one at a time on the backend's inspection
+// connection. A backend supplies the database half of the store's thread
+// (CommitBackend) and the three inspection queries.
+#include "commit_pipeline.hpp"
+
+#include <cronoq/store/journal.hpp>
+#include <cronoq/store/store.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace cronoq::store {
+
+class PipelineStore : public Journal, public CommitBackend {
+public:
+    // store::Journal, but `max_value_bytes`, which is the backend's.
+    void lead(LeadHandlers handlers) final { pipeline_.lead(std::move(handlers)); }
+    Sequence enqueue(Batch batch) final { return pipeline_.enqueue(std::move(batch)); }
+    void release() final { pipeline_.release(); }
+    Figures figures() const final { return pipeline_.figures(); }
+    std::optional<TaskRow> read_task(const TaskRef& task) const final;
+
+    // cronoq::Store's inspection members.
+    std::optional<StoredTask> get_task(const TaskRef& task) const;
+    std::vector<StoredTask> list(TaskStatus status, std::size_t limit) const;
+    std::size_t prune(std::chrono::nanoseconds older_than);
+
+protected:
+    explicit PipelineStore(PipelineConfig config) : pipeline_(*this, config) {}
+    ~PipelineStore() override = default;
+
+    /// Releases and joins the store's thread. A backend's destructor calls
+    /// it first, while the connections that thread uses still live.
+    void stop() { pipeline_.stop(); }
+
+    // The inspection queries, each in a short transaction of its own on the
+    // inspection connection, never under the store's thread; called one at
+    // a time.
+    virtual std::optional<TaskRow> find_row(const TaskRef& task) const = 0;
+    virtual std::vector<TaskRow> list_rows(TaskStatus status, std::size_t limit) const = 0;
+    /// Deletes up to `limit` terminal rows updated before `cutoff`.
+    virtual std::size_t prune_rows(WallTime cutoff, std::size_t limit) = 0;
+
+private:
+    mutable std::mutex inspection_mutex_;
+    CommitPipeline pipeline_;
+};
+
+}  // namespace cronoq::store
