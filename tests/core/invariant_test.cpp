@@ -26,9 +26,8 @@
 //
 // Seeds: a fixed list; CRONOQ_SEED=<n> runs that seed instead,
 // CRONOQ_STEPS=<n> changes the number of calls per seed.
-#include "engine_harness.hpp"
+#include "model_harness.hpp"
 #include "ordering_model.hpp"
-#include "random_calls.hpp"
 
 #include <algorithm>
 #include <array>
@@ -43,12 +42,8 @@ namespace {
 
 using S = TaskStatus;
 
-constexpr std::array<std::uint64_t, 5> default_seeds{1, 2, 3, 4, 5};
-constexpr int default_steps = 3000;
-
-std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
-int steps() { return steps_or(default_steps); }
-
+// The shutdown comes after 80 % of the calls.
+constexpr SuiteRun suite{{1, 2, 3, 4, 5}, 3000, 4, 5};
 
 // docs/guide/ordering.md: the un-jittered delay before attempt n (n >= 2).
 Duration backoff_ceiling(const RetryPolicy& p, std::uint32_t attempt) {
@@ -90,35 +85,14 @@ struct PoolModel {
     PoolCounters expect;  // the cumulative counters the engine must show
 };
 
-struct Op {
-    enum class Kind { Submit, Complete, LateComplete, Heartbeat, Cancel, SetCapacity, Tick, Shutdown };
-    Kind kind = Kind::Tick;
-    TaskId task{};
-    LeaseId lease{};
-    Outcome outcome{};
-    bool settled = true;  // the call ran the engine's housekeeping
-};
+using Op = ModelCall;
 
-const char* kind_name(Op::Kind k) {
-    switch (k) {
-        case Op::Kind::Submit: return "submit";
-        case Op::Kind::Complete: return "complete";
-        case Op::Kind::LateComplete: return "late complete";
-        case Op::Kind::Heartbeat: return "heartbeat";
-        case Op::Kind::Cancel: return "cancel";
-        case Op::Kind::SetCapacity: return "set_capacity";
-        case Op::Kind::Tick: return "tick";
-        case Op::Kind::Shutdown: return "shutdown";
-    }
-    return "?";
-}
-
-class Sim {
+class Sim : public ModelRun {
 public:
     static constexpr Duration retention = 20s;
     static constexpr std::size_t retention_max = 40;
 
-    explicit Sim(std::uint64_t seed) : seed_(seed), rnd_(seed), engine_(config(seed)), ordering_(config(seed)) {
+    explicit Sim(std::uint64_t seed) : ModelRun(suite, seed), engine_(config(seed)), ordering_(config(seed)) {
         add_pool(PoolConfig{.name = "leased", .capacity = 2, .lease_ttl = 3s});
         add_pool(PoolConfig{.name = "timed",
                             .capacity = 1,
@@ -127,60 +101,34 @@ public:
         add_pool(PoolConfig{.name = "plain", .capacity = 3, .retry = RetryPolicy::none()});
     }
 
-    /// Runs `n` random calls; with `shutdown_midway`, a shutdown with some
-    /// grace comes at 80 % of them.
-    void run(int n, bool shutdown_midway) {
-        for (step_ = 0; step_ < n; ++step_) {
-            if (shutdown_midway && step_ == n * 4 / 5)
-                do_shutdown(now_ + rnd_.between(0s, 5s));
-            else
-                random_step();
-            if (::testing::Test::HasFailure()) {
-                ADD_FAILURE() << "seed " << seed_ << ": failed at step " << step_ << " (" << last_op_
-                              << ") at t=" << to_seconds(now_ - t0) << " s; rerun with CRONOQ_SEED=" << seed_
-                              << "\nactions of that call:\n"
-                              << dump_actions();
-                return;
-            }
-        }
-    }
+    std::size_t submitted() const { return tasks_.size(); }
+    const OrderingModel& ordering() const { return ordering_; }
+    std::uint64_t fingerprint() const { return fingerprint_; }
+    const PoolCounters& expected(PoolId p) const { return pools_[p].expect; }
 
-    /// Lets every task finish: opens slots, completes every running attempt
-    /// with success, ticks through backoffs; then shuts down (idle).
-    void finish_by_completing() {
+private:
+    // ---- the harness's hooks (model_harness.hpp) --------------------------------------------
+
+    const Engine& engine() const override { return engine_; }
+    Time& clock() override { return now_; }
+    void shutdown_midway_call() override { do_shutdown(now_ + rnd_.between(0s, 5s)); }
+    void open_everything() override {
         for (PoolId p = 0; p < pools_.size(); ++p) do_set_capacity(p, 3);
-        for (int guard = 0; guard < 100000 && engine_.live_tasks() > 0; ++guard) {
-            bool any = false;
-            const std::vector<std::size_t> snapshot = live_;
-            for (std::size_t idx : snapshot) {
-                if (tasks_[idx].state != S::Running) continue;
-                any = true;
-                do_complete(idx, Outcome::success());
-                if (::testing::Test::HasFailure()) return;
-            }
-            if (engine_.live_tasks() == 0) break;
-            if (!any) {
-                const auto wake = engine_.next_wakeup();
-                ASSERT_TRUE(wake.has_value()) << "live tasks, nothing running and no wakeup: stuck";
-                now_ = std::max(now_, *wake);
-                do_tick();
-                if (::testing::Test::HasFailure()) return;
-            }
-        }
-        do_shutdown(now_);
+    }
+    std::vector<std::size_t> live_indices() const override { return live_; }
+    bool running(std::size_t idx) const override { return tasks_[idx].state == S::Running; }
+    void complete_with_success(std::size_t idx) override { do_complete(idx, Outcome::success()); }
+    std::size_t task_count() const override { return tasks_.size(); }
+    int terminal_events(std::size_t idx) const override { return tasks_[idx].terminal_events; }
+    std::string show_task(std::size_t idx) const override {
+        return "task " + std::to_string(tasks_[idx].id.value) + " " + std::string(to_string(tasks_[idx].state));
     }
 
-    void finish_by_shutdown() { do_shutdown(now_); }
-
-    /// What must hold once everything has ended.
-    void check_end() {
-        ASSERT_EQ(engine_.live_tasks(), 0u);
+    /// What must hold once everything has ended, beyond the harness's checks.
+    void check_end() override {
         ASSERT_FALSE(engine_.next_wakeup().has_value()) << "a timer outlived every task";
         ASSERT_TRUE(live_leases_.empty());
-        for (const TaskModel& t : tasks_) {
-            ASSERT_EQ(t.terminal_events, 1) << "task " << t.id.value;
-            ASSERT_TRUE(is_terminal(t.state));
-        }
+        for (const TaskModel& t : tasks_) ASSERT_TRUE(is_terminal(t.state)) << "task " << t.id.value;
         for (PoolId p = 0; p < pools_.size(); ++p) {
             const PoolCounters c = engine_.counters(p);
             EXPECT_EQ(c.running, 0u);
@@ -190,20 +138,7 @@ public:
         }
     }
 
-    std::size_t submitted() const { return tasks_.size(); }
-    const OrderingModel& ordering() const { return ordering_; }
-    std::uint64_t fingerprint() const { return fingerprint_; }
-    const PoolCounters& expected(PoolId p) const { return pools_[p].expect; }
-
-private:
-    static EngineConfig config(std::uint64_t seed) {
-        EngineConfig c;
-        c.seed = seed;
-        c.retention = retention;
-        c.retention_max = retention_max;
-        randomize_ordering(c, seed);
-        return c;
-    }
+    static EngineConfig config(std::uint64_t seed) { return model_config(seed, retention, retention_max); }
 
     void add_pool(PoolConfig c) {
         const PoolId id = engine_.add_pool(c);
@@ -216,7 +151,7 @@ private:
 
     // ---- random calls ------------------------------------------------------------------------
 
-    void random_step() {
+    void random_step() override {
         const auto r = rnd_.below(1000);
         if (r >= 300) {
             if (r < 900) {
@@ -252,13 +187,7 @@ private:
 
     template <class Pred>
     std::optional<std::size_t> pick_live(Pred pred) {
-        if (live_.empty()) return std::nullopt;
-        const std::size_t start = rnd_.below(live_.size());
-        for (std::size_t i = 0; i < live_.size(); ++i) {
-            const std::size_t idx = live_[(start + i) % live_.size()];
-            if (pred(tasks_[idx])) return idx;
-        }
-        return std::nullopt;
+        return pick_index(live_, [&](std::size_t idx) { return pred(tasks_[idx]); });
     }
 
     RetryPolicy random_policy() {
@@ -313,7 +242,7 @@ private:
         if (expect) {
             ASSERT_FALSE(r.has_value()) << "accepted a submission that must fail";
             ASSERT_EQ(r.error(), *expect);
-            op.settled = false;
+            op.silent = true;
             return apply(op);
         }
         ASSERT_TRUE(r.has_value()) << "rejected: " << r.message();
@@ -336,11 +265,11 @@ private:
     }
 
     void do_late_complete() {
-        Op op{Op::Kind::LateComplete};
+        Op op{Op::Kind::DeadComplete};
         op.lease = dead_leases_.empty() || rnd_.chance(10) ? LeaseId{~0ull - rnd_.below(10)}
                                                            : dead_leases_[rnd_.below(dead_leases_.size())];
         op.outcome = random_outcome();
-        op.settled = false;
+        op.silent = true;
         describe(op);
         ASSERT_FALSE(engine_.complete(op.lease, op.outcome, now_)) << "a dead lease was accepted";
         ++late_;
@@ -349,7 +278,7 @@ private:
 
     void do_heartbeat() {
         Op op{Op::Kind::Heartbeat};
-        op.settled = false;
+        op.silent = true;
         const auto idx = pick_live([](const TaskModel& t) { return t.state == S::Running; });
         if (idx && rnd_.chance(85)) {
             op.lease = tasks_[*idx].lease;
@@ -384,7 +313,7 @@ private:
         const bool ok = engine_.cancel(op.task, now_);
         ASSERT_EQ(ok, expect) << "cancel of a task in state "
                               << (by_id_.count(op.task.value) ? to_string(tasks_[by_id_[op.task.value]].state) : "unknown");
-        op.settled = ok;
+        op.silent = !ok;
         apply(op);
         if (ok) {
             ASSERT_EQ(tasks_[by_id_.at(op.task.value)].state, S::Cancelled) << "cancel returned true but no Cancelled";
@@ -399,14 +328,14 @@ private:
         apply(op);
     }
 
-    void do_tick() {
+    void do_tick() override {
         Op op{Op::Kind::Tick};
         describe(op);
         engine_.tick(now_);
         apply(op);
     }
 
-    void do_shutdown(Time grace_end) {
+    void do_shutdown(Time grace_end) override {
         Op op{Op::Kind::Shutdown};
         describe(op, " grace to +" + std::to_string(to_seconds(grace_end - now_)) + " s");
         engine_.shutdown(now_, grace_end);
@@ -416,77 +345,40 @@ private:
         ASSERT_TRUE(engine_.is_shutting_down());
     }
 
-    std::string dump_actions() const {
-        std::ostringstream os;
-        for (const Action& a : actions_) {
-            if (const auto* d = std::get_if<Dispatch>(&a))
-                os << "  Dispatch task " << d->task.value << " lease " << d->lease.value << " pool " << d->pool
-                   << " attempt " << d->attempt << "\n";
-            else if (const auto* ab = std::get_if<Abort>(&a))
-                os << "  Abort task " << ab->task.value << " lease " << ab->lease.value << " "
-                   << to_string(ab->reason) << "\n";
-            else if (const auto* st = std::get_if<Status>(&a))
-                os << "  Status task " << st->task.value << " pool " << st->pool << " " << to_string(st->status)
-                   << " attempt " << st->attempt << " \"" << st->message << "\"\n";
-            else
-                os << "  (other action)\n";
-        }
-        return os.str();
-    }
-
-    void describe(const Op& op, const std::string& extra = {}) {
-        std::ostringstream os;
-        os << kind_name(op.kind);
-        if (op.task) os << " task " << op.task.value;
-        if (op.lease) os << " lease " << op.lease.value;
-        os << extra;
-        last_op_ = os.str();
-    }
-
     // ---- the model -----------------------------------------------------------------------------
 
     void apply(const Op& op) {
         engine_.drain(actions_);
         ASSERT_FALSE(engine_.has_actions());
-        if (!op.settled) { ASSERT_TRUE(actions_.empty()) << "a call that changes nothing emitted actions"; }
-        for (std::size_t i = 0; i < actions_.size(); ++i) {
-            const Action& a = actions_[i];
-            fold(a.index());
-            if (const auto* d = std::get_if<Dispatch>(&a)) {
-                ASSERT_LT(i + 1, actions_.size()) << "Dispatch without its Status Running";
-                const auto* st = std::get_if<Status>(&actions_[i + 1]);
-                ASSERT_TRUE(st && st->task == d->task && st->status == S::Running && st->attempt == d->attempt &&
-                            st->pool == d->pool && st->at == now_ && st->message.empty())
-                    << "Dispatch not followed by its Status Running";
-                on_dispatch(*d);
-                ++i;
-            } else if (const auto* ab = std::get_if<Abort>(&a)) {
-                ASSERT_LT(i + 1, actions_.size()) << "Abort without a Status";
-                const auto* st = std::get_if<Status>(&actions_[i + 1]);
-                ASSERT_TRUE(st && st->task == ab->task) << "Abort not followed by the task's Status";
-                on_abort(*ab, op);
+        if (op.silent) { ASSERT_TRUE(actions_.empty()) << "a call that changes nothing emitted actions"; }
+        walk_actions(now_, [&](const auto& x, const auto&... status) {
+            using X = std::decay_t<decltype(x)>;
+            fold(Action(x).index());
+            if constexpr (std::is_same_v<X, Dispatch>) {
+                on_dispatch(x);
+            } else if constexpr (std::is_same_v<X, Abort>) {
+                on_abort(x, op);
                 if (::testing::Test::HasFatalFailure()) return;
-                fold(static_cast<std::uint64_t>(ab->reason));
-                on_status(*st, op, ab->reason);
-                ++i;
-            } else if (const auto* st = std::get_if<Status>(&a)) {
-                on_status(*st, op, std::nullopt);
-            } else if (const auto* fg = std::get_if<Forget>(&a)) {
-                ASSERT_TRUE(by_id_.count(fg->task.value)) << "Forget of an unknown task";
-                const TaskModel& t = tasks_[by_id_.at(fg->task.value)];
+                fold(static_cast<std::uint64_t>(x.reason));
+                on_status(status..., op, x.reason);
+            } else if constexpr (std::is_same_v<X, Status>) {
+                on_status(x, op, std::nullopt);
+            } else if constexpr (std::is_same_v<X, Forget>) {
+                ASSERT_TRUE(by_id_.count(x.task.value)) << "Forget of an unknown task";
+                const TaskModel& t = tasks_[by_id_.at(x.task.value)];
                 ASSERT_TRUE(is_terminal(t.state)) << "Forget of a task that has not ended";
                 ASSERT_FALSE(t.forgotten) << "a task forgotten twice";
-                forgets_in_call_.push_back(fg->task.value);
+                forgets_in_call_.push_back(x.task.value);
             } else {
-                FAIL() << "unexpected action (ScaleTo / SpaceAvailable) without autoscaling or bounds";
+                FAIL() << "unexpected action (ScaleTo / SpaceAvailable / AskScaler) without autoscaling or bounds";
             }
-            if (::testing::Test::HasFatalFailure()) return;
-        }
+        });
+        if (::testing::Test::HasFatalFailure()) return;
         for (std::size_t idx : retried_in_call_) tasks_[idx].retried_in_call = false;
         retried_in_call_.clear();
         live_.erase(std::remove_if(live_.begin(), live_.end(), [this](std::size_t idx) { return is_terminal(tasks_[idx].state); }),
                     live_.end());
-        if (op.settled) forget_expired();
+        if (!op.silent) forget_expired();
         // The engine says Forget for exactly the tasks the model forgot.
         std::sort(forgets_in_call_.begin(), forgets_in_call_.end());
         std::sort(forgotten_in_call_.begin(), forgotten_in_call_.end());
@@ -802,15 +694,8 @@ private:
             ASSERT_EQ(c.running, running[p]) << "pool " << p;
             ASSERT_EQ(c.ready, ready[p]) << "pool " << p;
             ASSERT_EQ(c.retrying, retrying[p]) << "pool " << p;
-            ASSERT_EQ(c.submitted, m.expect.submitted) << "pool " << p;
-            ASSERT_EQ(c.dispatched, m.expect.dispatched) << "pool " << p;
-            ASSERT_EQ(c.succeeded, m.expect.succeeded) << "pool " << p;
-            ASSERT_EQ(c.failed, m.expect.failed) << "pool " << p;
-            ASSERT_EQ(c.dead_lettered, m.expect.dead_lettered) << "pool " << p;
-            ASSERT_EQ(c.cancelled, m.expect.cancelled) << "pool " << p;
-            ASSERT_EQ(c.retried, m.expect.retried) << "pool " << p;
-            ASSERT_EQ(c.timed_out, m.expect.timed_out) << "pool " << p;
-            ASSERT_EQ(c.lease_expired, m.expect.lease_expired) << "pool " << p;
+            check_cumulative(c, m.expect, p);
+            if (::testing::Test::HasFatalFailure()) return;
             if (ready[p] > 0) { ASSERT_GE(c.running, c.capacity) << "pool " << p << ": idle slot while tasks wait"; }
             all_running += running[p];
         }
@@ -852,8 +737,6 @@ private:
         }
     }
 
-    std::uint64_t seed_;
-    Random rnd_;
     Engine engine_;
     OrderingModel ordering_;
     std::vector<PoolModel> pools_;
@@ -875,35 +758,24 @@ private:
     bool shutting_down_ = false;
     Time grace_end_ = Time::max();
     Time now_ = t0;
-    int step_ = 0;
     std::optional<TaskSpec> pending_;
-    std::vector<Action> actions_;
-    std::string last_op_;
 };
 
 class InvariantTest : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(InvariantTest, RandomCallsThenShutdownWithZeroGrace) {
-    const std::uint64_t seed = GetParam();
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with CRONOQ_SEED=" + std::to_string(seed) + ")");
-    Sim sim(seed);
-    sim.run(steps(), /*shutdown_midway=*/true);
+    SCOPED_TRACE(rerun_hint(GetParam()));
+    Sim sim(GetParam());
+    sim.run_to_end(Ending::ShutdownMidway);
     if (HasFailure()) return;
-    sim.finish_by_shutdown();
-    if (HasFailure()) return;
-    sim.check_end();
     EXPECT_GT(sim.submitted(), 100u);
 }
 
 TEST_P(InvariantTest, RandomCallsThenCompleteEverything) {
-    const std::uint64_t seed = GetParam();
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with CRONOQ_SEED=" + std::to_string(seed) + ")");
-    Sim sim(seed);
-    sim.run(steps(), /*shutdown_midway=*/false);
+    SCOPED_TRACE(rerun_hint(GetParam()));
+    Sim sim(GetParam());
+    sim.run_to_end(Ending::CompleteEverything);
     if (HasFailure()) return;
-    sim.finish_by_completing();
-    if (HasFailure()) return;
-    sim.check_end();
     EXPECT_GT(sim.submitted(), 100u);
     // The run exercised every way an attempt ends.
     PoolCounters sum;
@@ -924,7 +796,7 @@ TEST_P(InvariantTest, RandomCallsThenCompleteEverything) {
     EXPECT_GT(sum.retried, 0u);
     EXPECT_GT(sum.timed_out, 0u);
     EXPECT_GT(sum.lease_expired, 0u);
-    if (sim.ordering().sharing() && default_run(default_steps)) {
+    if (sim.ordering().sharing() && suite.default_run()) {
         EXPECT_GT(sim.ordering().owed_dispatches(), 0u) << "no dispatch was decided by a share";
     }
 }
@@ -936,15 +808,15 @@ TEST_P(InvariantTest, SameCallsGiveTheSameActions) {
     const std::uint64_t seed = GetParam();
     SCOPED_TRACE("seed " + std::to_string(seed));
     Sim a(seed);
-    a.run(steps() / 3, true);
+    a.run(suite.steps() / 3, true);
     if (HasFailure()) return;
     Sim b(seed);
-    b.run(steps() / 3, true);
+    b.run(suite.steps() / 3, true);
     EXPECT_EQ(a.fingerprint(), b.fingerprint());
     EXPECT_EQ(a.submitted(), b.submitted());
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, InvariantTest, ::testing::ValuesIn(seeds()));
+INSTANTIATE_TEST_SUITE_P(Seeds, InvariantTest, ::testing::ValuesIn(suite.seeds()));
 
 }  // namespace
 }  // namespace cronoq::core::test::invariant_test

@@ -8,6 +8,8 @@ namespace cronoq::core::test::resource_model {
 
 class Checked : public Model {
 public:
+    using Model::Model;
+
     // docs/guide/resources-and-bounds.md as written by default; CRONOQ_STRICT_RESOURCES=0 is lenient
     // about waiters held back by tasks that cannot take the resource (see
     // waiters()), to look past that while chasing something else.
@@ -34,15 +36,8 @@ public:
             ASSERT_EQ(c.ready_by_class, n.ready_by_class) << "pool " << q;
             ASSERT_EQ(c.retrying, n.retrying) << "pool " << q;
             ASSERT_EQ(c.blocked + c.scheduled, 0u) << "pool " << q;
-            ASSERT_EQ(c.submitted, x.submitted) << "pool " << q;
-            ASSERT_EQ(c.dispatched, x.dispatched) << "pool " << q;
-            ASSERT_EQ(c.succeeded, x.succeeded) << "pool " << q;
-            ASSERT_EQ(c.failed, x.failed) << "pool " << q;
-            ASSERT_EQ(c.dead_lettered, x.dead_lettered) << "pool " << q;
-            ASSERT_EQ(c.cancelled, x.cancelled) << "pool " << q;
-            ASSERT_EQ(c.retried, x.retried) << "pool " << q;
-            ASSERT_EQ(c.timed_out, x.timed_out) << "pool " << q;
-            ASSERT_EQ(c.shed, x.shed) << "pool " << q;
+            check_cumulative(c, x, q);
+            if (::testing::Test::HasFatalFailure()) return;
             // stats() merges histograms (the bulk of this test's time):
             // read for the pools the call touched, and one more in turn so
             // that the window's sliding is read for every pool.
@@ -191,27 +186,6 @@ public:
                 os << "bucket rate " << r.rate << "/s burst " << r.decl.burst << ", level " << r.level << "\n";
             else
                 os << "semaphore " << r.held << "/" << r.decl.permits << " held\n";
-        }
-        return os.str();
-    }
-
-    std::string dump_actions(const std::vector<Action>& actions) const {
-        std::ostringstream os;
-        for (const Action& a : actions) {
-            if (const auto* d = std::get_if<Dispatch>(&a))
-                os << "  Dispatch task " << d->task.value << " lease " << d->lease.value << " pool " << d->pool
-                   << " attempt " << d->attempt << "\n";
-            else if (const auto* ab = std::get_if<Abort>(&a))
-                os << "  Abort task " << ab->task.value << " " << to_string(ab->reason) << "\n";
-            else if (const auto* st = std::get_if<Status>(&a))
-                os << "  Status task " << st->task.value << " pool " << st->pool << " " << to_string(st->status)
-                   << " attempt " << st->attempt << " \"" << st->message << "\"\n";
-            else if (const auto* sc = std::get_if<ScaleTo>(&a))
-                os << "  ScaleTo pool " << sc->pool << " to " << sc->capacity << "\n";
-            else if (const auto* sp = std::get_if<SpaceAvailable>(&a))
-                os << "  SpaceAvailable pool " << sp->pool << "\n";
-            else if (const auto* fg = std::get_if<Forget>(&a))
-                os << "  Forget task " << fg->task.value << "\n";
         }
         return os.str();
     }

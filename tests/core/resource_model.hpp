@@ -5,8 +5,7 @@
 // the engine drained and the answers of the calls. The generator and the
 // TESTs are in the .cpp; this header holds the state, the action handlers
 // and the checks made after every call.
-#include "engine_harness.hpp"
-#include "random_calls.hpp"
+#include "model_harness.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,6 +24,8 @@ namespace cronoq::core::test::resource_model {
 
 using S = TaskStatus;
 
+// The shutdown comes after 85 % of the calls.
+inline constexpr SuiteRun suite{{201, 202, 203, 204, 205}, 3000, 17, 20};
 
 // The engine computes a bucket's level exactly from a reference point; the
 // model adds up refills in doubles. They differ by rounding only, far below
@@ -131,15 +132,7 @@ inline std::function<std::size_t(const ScalerInput&)> user_scaler(std::shared_pt
     };
 }
 
-struct Op {
-    enum class Kind { Submit, Complete, DeadComplete, Cancel, SetCapacity, SetRate, Tick, Shutdown, ScalerAnswer };
-    Kind kind = Kind::Tick;
-    TaskId task{};
-    LeaseId lease{};
-    Outcome outcome{};
-    std::optional<PoolId> pool;  // set_capacity: the pool it changed; answer_scaler: the pool answered
-    bool silent = false;         // the call must emit no action
-};
+using Op = ModelCall;
 
 // What a run exercised, so that a generator that stops reaching a feature
 // is noticed.
@@ -151,9 +144,10 @@ struct Coverage {
 };
 
 // The state the checks read, and the handlers that move it action by action.
-class Model {
+class Model : public ModelRun {
 public:
-    std::uint64_t seed = 0;
+    explicit Model(std::uint64_t seed) : ModelRun(suite, seed) {}
+
     std::vector<ResourceState> resources;
     std::vector<PoolModel> pools;
     std::vector<TaskModel> tasks;
@@ -211,65 +205,54 @@ public:
 
     // ---- actions ----------------------------------------------------------------------------------
 
-    /// Moves the model through one call's actions, in order.
-    void process(const Op& op, const std::vector<Action>& actions) {
+    /// Moves the model through the latest call's actions, in order.
+    void process(const Op& op) {
         if (op.silent) {
-            ASSERT_TRUE(actions.empty()) << "a call that must change nothing emitted " << actions.size()
-                                         << " action(s)";
+            ASSERT_TRUE(actions_.empty()) << "a call that must change nothing emitted " << actions_.size()
+                                          << " action(s)";
         }
         for (ResourceState& r : resources) r.advance(now);
         std::vector<std::pair<PoolId, std::size_t>> scaled;  // default-policy ScaleTo: pool, capacity before
         bool evaluated = false;
         bool shed_seen = false;
         std::size_t questions = 0;  // AskScaler actions
-        for (std::size_t i = 0; i < actions.size(); ++i) {
-            const Action& a = actions[i];
-            std::visit([this](const auto& x) {
-                if constexpr (requires { x.pool; }) touched.insert(x.pool);
-            }, a);
+        walk_actions(now, [&](const auto& x, const auto&... status) {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (requires { x.pool; }) touched.insert(x.pool);
             // The engine evaluates autoscalers after the call's own effects
             // and before it dispatches (engine_state.hpp settle): the first
             // ScaleTo, Dispatch, SpaceAvailable or Forget marks that point.
-            if (!evaluated && !std::holds_alternative<Status>(a) && !std::holds_alternative<Abort>(a)) {
+            if (!evaluated && !std::is_same_v<X, Status> && !std::is_same_v<X, Abort>) {
                 snapshot_for_scaler();
                 evaluated = true;
             }
-            if (const auto* d = std::get_if<Dispatch>(&a)) {
-                ASSERT_LT(i + 1, actions.size()) << "Dispatch without its Status Running";
-                const auto* st = std::get_if<Status>(&actions[i + 1]);
-                ASSERT_TRUE(st && st->task == d->task && st->status == S::Running && st->attempt == d->attempt &&
-                            st->pool == d->pool && st->at == now)
-                    << "Dispatch of task " << d->task.value << " not followed by its Status Running";
-                on_dispatch(*d);
-                ++i;
-            } else if (const auto* ab = std::get_if<Abort>(&a)) {
-                ASSERT_LT(i + 1, actions.size()) << "Abort without a Status";
-                const auto* st = std::get_if<Status>(&actions[i + 1]);
-                ASSERT_TRUE(st && st->task == ab->task) << "Abort not followed by the task's Status";
-                on_abort(*ab, op);
+            if constexpr (std::is_same_v<X, Dispatch>) {
+                on_dispatch(x);
+            } else if constexpr (std::is_same_v<X, Abort>) {
+                on_abort(x, op);
                 if (::testing::Test::HasFatalFailure()) return;
-                on_status(*st, op, ab->reason, shed_seen);
-                ++i;
-            } else if (const auto* st = std::get_if<Status>(&a)) {
-                on_status(*st, op, std::nullopt, shed_seen);
-            } else if (const auto* sc = std::get_if<ScaleTo>(&a)) {
-                on_scale(*sc, scaled);
-            } else if (const auto* sp = std::get_if<SpaceAvailable>(&a)) {
-                ASSERT_LT(sp->pool, pools.size());
-                ASSERT_TRUE(pools[sp->pool].full) << "SpaceAvailable for pool " << sp->pool << " without a Full before";
-                ASSERT_TRUE(has_room(sp->pool)) << "SpaceAvailable for pool " << sp->pool << " with no room";
-                pools[sp->pool].full = false;
+                on_status(status..., op, x.reason, shed_seen);
+            } else if constexpr (std::is_same_v<X, Status>) {
+                on_status(x, op, std::nullopt, shed_seen);
+            } else if constexpr (std::is_same_v<X, ScaleTo>) {
+                on_scale(x, scaled);
+            } else if constexpr (std::is_same_v<X, SpaceAvailable>) {
+                ASSERT_LT(x.pool, pools.size());
+                ASSERT_TRUE(pools[x.pool].full) << "SpaceAvailable for pool " << x.pool << " without a Full before";
+                ASSERT_TRUE(has_room(x.pool)) << "SpaceAvailable for pool " << x.pool << " with no room";
+                pools[x.pool].full = false;
                 ++cov.space;
-            } else if (const auto* q = std::get_if<AskScaler>(&a)) {
-                ASSERT_EQ(std::optional<PoolId>(q->pool), user_pool) << "AskScaler for a pool without a user scaler";
+            } else if constexpr (std::is_same_v<X, AskScaler>) {
+                ASSERT_EQ(std::optional<PoolId>(x.pool), user_pool) << "AskScaler for a pool without a user scaler";
                 ++questions;
-            } else if (const auto* fg = std::get_if<Forget>(&a)) {
-                const auto it = by_id.find(fg->task.value);
+            } else {
+                static_assert(std::is_same_v<X, Forget>);
+                const auto it = by_id.find(x.task.value);
                 ASSERT_NE(it, by_id.end()) << "Forget of an unknown task";
                 ASSERT_TRUE(is_terminal(tasks[it->second].state)) << "Forget of a live task";
             }
-            if (::testing::Test::HasFatalFailure()) return;
-        }
+        });
+        if (::testing::Test::HasFatalFailure()) return;
         if (!evaluated) snapshot_for_scaler();
         ASSERT_EQ(shed_seen, shed_expected) << (shed_expected ? "the overflow policy had to shed a victim"
                                                               : "a task was shed that the policy may not shed");
@@ -571,9 +554,7 @@ public:
         ASSERT_EQ(in->max, p.config.max_workers);
     }
 
-    virtual const Engine& engine() const = 0;
     std::size_t engine_desired(PoolId pool) const { return engine().counters(pool).desired; }
-    virtual ~Model() = default;
 };
 
 }  // namespace cronoq::core::test::resource_model
