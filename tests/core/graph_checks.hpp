@@ -1,8 +1,9 @@
 #pragma once
 // What graph_invariant_test.cpp checks on every call: the answer a submit
-// must get (plan: docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md from the model alone), the actions of the
-// call applied to the model (apply), the invariants after it (check), and
-// the failure messages.
+// must get (plan: docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md from the model alone), the tasks it
+// admitted entered in the model (admit), the actions of the call applied to
+// the model (apply), the invariants after it (check), and the model's view
+// in failure messages.
 #include "graph_model.hpp"
 
 namespace cronoq::core::test::graph_model {
@@ -155,6 +156,47 @@ protected:
                 if (color[child] == 2) continue;
                 color[child] = 1;
                 path.emplace_back(child, next(child));
+            }
+        }
+    }
+
+    // Model entries for the tasks an accepted submit admitted as `p` planned
+    // (`fresh`: their indices); their first Status comes in the call's
+    // actions. A spec whose key is held gets its holder's id back.
+    void admit(const std::vector<TaskSpec>& specs, const std::vector<TaskId>& ids, const Plan& p,
+               std::vector<std::size_t>& fresh) {
+        std::vector<std::size_t> index(specs.size());
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            if (p.holder[i]) {
+                ASSERT_EQ(ids[i], tasks_[*p.holder[i]].id)
+                    << "spec " << i << ": key \"" << *specs[i].key << "\" is held: its holder's id must come back";
+                ++cov_.held_key;
+                index[i] = *p.holder[i];
+                continue;
+            }
+            ASSERT_GT(ids[i].value, last_id_) << "task ids must increase";
+            ASSERT_FALSE(by_id_.count(ids[i].value)) << "id " << ids[i].value << " given twice";
+            index[i] = tasks_.size();
+            by_id_[ids[i].value] = tasks_.size();
+            tasks_.push_back(model_of(specs[i], ids[i]));
+            fresh.push_back(index[i]);
+            ++pools_[specs[i].pool].expect.submitted;
+            ++cov_.accepted;
+        }
+        for (std::size_t idx : fresh) last_id_ = std::max(last_id_, tasks_[idx].id.value);
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            if (p.holder[i]) continue;
+            TaskModel& t = tasks_[index[i]];
+            for (const Ref& r : p.refs[i]) {
+                EdgeModel e;
+                e.kind = r.kind;
+                if (r.to == Ref::To::Task) e.parent = r.index;
+                if (r.to == Ref::To::Member) e.parent = index[r.index];
+                if (r.to == Ref::To::Await) {
+                    e.awaited = r.key;
+                    t.await_until = now_ + pools_[t.pool].config.unknown_dependency.timeout();
+                }
+                t.edges.push_back(std::move(e));
             }
         }
     }

@@ -115,19 +115,6 @@ private:
         return c;
     }
 
-    void add_pool(PoolConfig c) {
-        const PoolId id = engine_.add_pool(c);
-        ASSERT_EQ(id, pools_.size());
-        PoolModel m;
-        m.capacity = c.capacity;
-        m.max_workers = c.max_workers == 0 ? c.capacity : c.max_workers;
-        // docs/guide/time-and-cron.md: reservable_fraction of max_workers, at least one slot.
-        m.limit = std::max<std::size_t>(
-            1, static_cast<std::size_t>(std::floor(c.reservable_fraction * static_cast<double>(m.max_workers))));
-        m.config = std::move(c);
-        pools_.push_back(std::move(m));
-    }
-
     // ---- random calls ---------------------------------------------------------------------------
 
     void random_step() override {
@@ -359,43 +346,9 @@ private:
         }
         ASSERT_TRUE(p.errors.empty()) << "accepted although " << show_errors(p.errors) << " applies";
         ASSERT_EQ(ids.size(), specs.size());
-        // Model entries for the admitted tasks; their first Status comes in
-        // this call's actions.
-        std::vector<std::size_t> index(specs.size());
         std::vector<std::size_t> fresh;
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            if (p.holder[i]) {
-                ASSERT_EQ(ids[i], tasks_[*p.holder[i]].id)
-                    << "spec " << i << ": key \"" << *specs[i].key << "\" is held: its holder's id must come back";
-                ++cov_.held_key;
-                index[i] = *p.holder[i];
-                continue;
-            }
-            ASSERT_GT(ids[i].value, last_id_) << "task ids must increase";
-            ASSERT_FALSE(by_id_.count(ids[i].value)) << "id " << ids[i].value << " given twice";
-            index[i] = tasks_.size();
-            by_id_[ids[i].value] = tasks_.size();
-            tasks_.push_back(model_of(specs[i], ids[i]));
-            fresh.push_back(index[i]);
-            ++pools_[specs[i].pool].expect.submitted;
-            ++cov_.accepted;
-        }
-        for (std::size_t idx : fresh) last_id_ = std::max(last_id_, tasks_[idx].id.value);
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            if (p.holder[i]) continue;
-            TaskModel& t = tasks_[index[i]];
-            for (const Ref& r : p.refs[i]) {
-                EdgeModel e;
-                e.kind = r.kind;
-                if (r.to == Ref::To::Task) e.parent = r.index;
-                if (r.to == Ref::To::Member) e.parent = index[r.index];
-                if (r.to == Ref::To::Await) {
-                    e.awaited = r.key;
-                    t.await_until = now_ + pools_[t.pool].config.unknown_dependency.timeout();
-                }
-                t.edges.push_back(std::move(e));
-            }
-        }
+        admit(specs, ids, p, fresh);
+        if (::testing::Test::HasFatalFailure()) return;
         op.silent = fresh.empty();  // only held keys: nothing admitted
         apply(op, fresh);
     }

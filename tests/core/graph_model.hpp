@@ -155,6 +155,19 @@ protected:
     // Shares and holds must not lose a start.
     static EngineConfig config(std::uint64_t seed) { return model_config(seed, retention, retention_max); }
 
+    void add_pool(PoolConfig c) {
+        const PoolId id = engine_.add_pool(c);
+        ASSERT_EQ(id, pools_.size());
+        PoolModel m;
+        m.capacity = c.capacity;
+        m.max_workers = c.max_workers == 0 ? c.capacity : c.max_workers;
+        // docs/guide/time-and-cron.md: reservable_fraction of max_workers, at least one slot.
+        m.limit = std::max<std::size_t>(
+            1, static_cast<std::size_t>(std::floor(c.reservable_fraction * static_cast<double>(m.max_workers))));
+        m.config = std::move(c);
+        pools_.push_back(std::move(m));
+    }
+
     bool blocked_task(std::size_t idx) const { return tasks_[idx].announced && tasks_[idx].state == S::Blocked; }
 
     TaskModel model_of(const TaskSpec& spec, TaskId id) const {

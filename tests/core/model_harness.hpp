@@ -48,7 +48,18 @@ enum class Ending {
 
 /// One call a suite makes to the engine, as its model takes it.
 struct ModelCall {
-    enum class Kind { Submit, Complete, DeadComplete, Heartbeat, Cancel, SetCapacity, SetRate, Tick, Shutdown, ScalerAnswer };
+    enum class Kind {
+        Submit,
+        Complete,
+        DeadComplete,  ///< a completion with a lease that has ended
+        Heartbeat,
+        Cancel,
+        SetCapacity,
+        SetRate,
+        Tick,
+        Shutdown,
+        ScalerAnswer,
+    };
     Kind kind = Kind::Tick;
     TaskId task{};
     LeaseId lease{};
@@ -283,7 +294,8 @@ private:
             if (any || live.empty()) continue;
             const auto wake = engine().next_wakeup();
             ASSERT_TRUE(wake.has_value()) << "stuck: " << live.size()
-                                          << " live task(s), none running, no wakeup; first: " << show_task(live.front());
+                                          << " live task(s), none running, no wakeup; first: "
+                                          << show_task(live.front());
             clock() = std::max(clock(), *wake);
             do_tick();
             if (failed()) return;

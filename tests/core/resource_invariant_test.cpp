@@ -265,61 +265,6 @@ private:
         return spec;
     }
 
-    // What docs/guide/resources-and-bounds.md, docs/guide/operations.md make of this submit, from the model alone. Sets
-    // `victims` to the tasks the overflow policy may shed.
-    std::optional<SubmitError> predict(const TaskSpec& spec) {
-        victims.clear();
-        shed_expected = false;
-        if (shutting_down) return SubmitError::ShuttingDown;
-        std::map<std::string, std::uint64_t> sums;
-        for (const ResourceUse& use : spec.resources) {
-            const auto r = std::find_if(resources.begin(), resources.end(),
-                                        [&](const ResourceState& x) { return x.decl.name == use.name; });
-            if (r == resources.end()) return SubmitError::UnknownResource;
-            sums[use.name] += use.amount;
-        }
-        for (const ResourceState& r : resources)
-            if (sums.count(r.decl.name) && sums[r.decl.name] > r.decl.capacity())
-                return SubmitError::ResourceExceedsCapacity;
-        const PoolModel& p = pools[spec.pool];
-        const bool pool_full = p.config.bounds.bounded() && pending_of(spec.pool) >= p.config.bounds.max_pending;
-        const bool global_full = global_bounds.bounded() && pending_total() >= global_bounds.max_pending;
-        if (!pool_full && !global_full) return std::nullopt;
-        switch (p.config.overflow) {
-            case OverflowPolicy::Wait: return SubmitError::Full;
-            case OverflowPolicy::Reject: return SubmitError::Overloaded;
-            default: break;
-        }
-        // The victim relieves the bound that is full: the pool's own, or
-        // with only the global one full, any pool's (docs). Only Ready
-        // tasks are shed.
-        std::vector<std::size_t> scope;
-        for (std::size_t idx : live)
-            if (tasks[idx].state == S::Ready && (!pool_full || tasks[idx].pool == spec.pool)) scope.push_back(idx);
-        std::optional<std::size_t> cls;
-        bool newest = true;
-        if (p.config.overflow == OverflowPolicy::ShedOldest) {
-            cls = index_of(Priority::Low);
-            newest = false;
-        } else {
-            for (std::size_t c = priority_count; c-- > index_of(spec.priority) + 1 && !cls;)
-                for (std::size_t idx : scope)
-                    if (index_of(tasks[idx].priority) == c) cls = c;
-        }
-        std::optional<Time> when;
-        for (std::size_t idx : scope) {
-            const TaskModel& t = tasks[idx];
-            if (!cls || index_of(t.priority) != *cls) continue;
-            if (!when || (newest ? t.ready_since > *when : t.ready_since < *when)) when = t.ready_since;
-        }
-        if (!when) return SubmitError::Overloaded;
-        for (std::size_t idx : scope)  // ties in ready time: either is the newest / oldest
-            if (index_of(tasks[idx].priority) == *cls && tasks[idx].ready_since == *when) victims.insert(idx);
-        shed_expected = true;
-        ++(newest ? cov.shed_lowest : cov.shed_oldest);
-        return std::nullopt;
-    }
-
     void do_submit(std::optional<PoolId> pool = std::nullopt) {
         const TaskSpec spec = random_spec(pool);
         const auto expect = predict(spec);
@@ -448,6 +393,8 @@ private:
         touched.clear();
         if (op.pool) touched.insert(*op.pool);
         process(op);
+        if (::testing::Test::HasFatalFailure()) return;
+        check_autoscaling(op);
         if (::testing::Test::HasFatalFailure()) return;
         check(static_cast<std::size_t>(step_));
         if (::testing::Test::HasFatalFailure()) return;

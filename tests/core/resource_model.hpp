@@ -2,9 +2,9 @@
 // The model behind resource_invariant_test.cpp: what the engine must have
 // done with resources (docs/guide/resources-and-bounds.md), bounds and overflow (docs/guide/resources-and-bounds.md), autoscaling
 // (docs/guide/resources-and-bounds.md) and its metrics window (docs/guide/operations.md), rebuilt only from the actions
-// the engine drained and the answers of the calls. The generator and the
-// TESTs are in the .cpp; this header holds the state, the action handlers
-// and the checks made after every call.
+// the engine drained and the answers of the calls. This header holds the
+// state and the action handlers; resource_checks.hpp the checks; the .cpp
+// the generator and the TESTs.
 #include "model_harness.hpp"
 
 #include <algorithm>
@@ -170,6 +170,10 @@ public:
     bool shed_expected = false;
     // Pools an action of the current call named (their stats() may change).
     std::set<PoolId> touched;
+    // The current call's default-policy ScaleTo actions (pool, capacity
+    // before) and AskScaler actions.
+    std::vector<std::pair<PoolId, std::size_t>> scaled;
+    std::size_t questions = 0;
 
     std::size_t pending_of(PoolId p) const {
         const PoolCounters c = counts(p);
@@ -212,10 +216,10 @@ public:
                                           << " action(s)";
         }
         for (ResourceState& r : resources) r.advance(now);
-        std::vector<std::pair<PoolId, std::size_t>> scaled;  // default-policy ScaleTo: pool, capacity before
+        scaled.clear();
+        questions = 0;
         bool evaluated = false;
         bool shed_seen = false;
-        std::size_t questions = 0;  // AskScaler actions
         walk_actions(now, [&](const auto& x, const auto&... status) {
             using X = std::decay_t<decltype(x)>;
             if constexpr (requires { x.pool; }) touched.insert(x.pool);
@@ -259,7 +263,6 @@ public:
         shed_expected = false;  // predicted for one submit only
         victims.clear();
         std::erase_if(live, [this](std::size_t idx) { return is_terminal(tasks[idx].state); });
-        check_autoscaling(op, scaled, questions);
     }
 
     void count(PoolId p, Counted what) {
@@ -508,53 +511,6 @@ public:
         p.capacity = n;
         p.last_change = now;
     }
-
-    // After the call's ScaleTo actions: the default policy never scaled up
-    // past, nor down below, the desired value of that evaluation (which
-    // counters() shows). The user pool is asked at most once per call,
-    // shown the pool as it was, and scaled only by an answer, which is
-    // clamped and applied as is (scaler.hpp).
-    void check_autoscaling(const Op& op, const std::vector<std::pair<PoolId, std::size_t>>& scaled,
-                           std::size_t questions) {
-        for (const auto& [pool, before] : scaled) {
-            const std::size_t desired = engine_desired(pool);
-            const std::size_t n = pools[pool].capacity;
-            if (n > before) {
-                ASSERT_LE(n, desired) << "pool " << pool << " scaled up past its desired capacity";
-            } else {
-                ASSERT_GE(n, desired) << "pool " << pool << " scaled down below its desired capacity";
-            }
-        }
-        if (!user_pool) return;
-        ASSERT_LE(questions, 1u) << "the user scaler was asked twice in one call";
-        const PoolModel& p = pools[*user_pool];
-        if (op.kind == Op::Kind::ScalerAnswer) {
-            const ScalerLog::Call& call = scaler_log->calls.back();
-            ++cov.scaler_calls;
-            cov.scaler_throws += call.threw ? 1 : 0;
-            // A throw has no opinion: the capacity stays, except that one set
-            // from outside beyond [min, max] is brought to the bound.
-            const std::size_t wanted = call.threw ? p.eval_capacity : call.answer;
-            const std::size_t target = std::clamp(wanted, p.config.min_workers, p.config.max_workers);
-            ASSERT_EQ(p.capacity, target) << "the user scaler answered "
-                                          << (call.threw ? "by throwing" : std::to_string(call.answer))
-                                          << " at capacity " << p.eval_capacity;
-            ASSERT_EQ(engine_desired(*user_pool), target);
-            return;
-        }
-        ASSERT_EQ(p.capacity, p.eval_capacity) << "the user pool was scaled without an answer";
-        if (questions == 0) return;
-        const std::optional<ScalerInput> in = engine().scaler_question(*user_pool);
-        ASSERT_TRUE(in.has_value()) << "AskScaler without an open question";
-        ASSERT_EQ(in->now, now.time_since_epoch());
-        ASSERT_EQ(in->capacity, p.eval_capacity);
-        ASSERT_EQ(in->busy, p.eval_running);
-        ASSERT_EQ(in->pending, p.eval_ready) << "the scaler was shown other pending counts than the model";
-        ASSERT_EQ(in->min, p.config.min_workers);
-        ASSERT_EQ(in->max, p.config.max_workers);
-    }
-
-    std::size_t engine_desired(PoolId pool) const { return engine().counters(pool).desired; }
 };
 
 }  // namespace cronoq::core::test::resource_model
