@@ -1,8 +1,9 @@
 #pragma once
 // What graph_invariant_test.cpp checks on every call: the answer a submit
-// must get (plan: docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md from the model alone), the actions of the
-// call applied to the model (apply), the invariants after it (check), and
-// the failure messages.
+// must get (plan: docs/guide/time-and-cron.md, docs/guide/dependencies-and-keys.md from the model alone), the tasks it
+// admitted entered in the model (admit), the actions of the call applied to
+// the model (apply), the invariants after it (check), and the model's view
+// in failure messages.
 #include "graph_model.hpp"
 
 namespace cronoq::core::test::graph_model {
@@ -11,18 +12,7 @@ class GraphChecks : public GraphModel {
 protected:
     using GraphModel::GraphModel;
 
-    bool failed() {
-        if (!::testing::Test::HasFailure()) return false;
-        if (!reported_) {
-            reported_ = true;
-            ADD_FAILURE() << "seed " << seed_ << ": failed at step " << step_ << " (" << last_op_
-                          << ") at t=" << seconds(now_ - t0) << "; rerun with CRONOQ_SEED=" << seed_
-                          << " CRONOQ_STEPS=" << steps() << "\npools:\n"
-                          << show_pools() << "actions of that call:\n"
-                          << dump_actions();
-        }
-        return true;
-    }
+    std::string failure_context() override { return "pools:\n" + show_pools(); }
 
     std::optional<SubmitError> invalid(const TaskSpec& spec) const {
         if (spec.pool >= pools_.size()) return SubmitError::UnknownPool;
@@ -170,6 +160,47 @@ protected:
         }
     }
 
+    // Model entries for the tasks an accepted submit admitted as `p` planned
+    // (`fresh`: their indices); their first Status comes in the call's
+    // actions. A spec whose key is held gets its holder's id back.
+    void admit(const std::vector<TaskSpec>& specs, const std::vector<TaskId>& ids, const Plan& p,
+               std::vector<std::size_t>& fresh) {
+        std::vector<std::size_t> index(specs.size());
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            if (p.holder[i]) {
+                ASSERT_EQ(ids[i], tasks_[*p.holder[i]].id)
+                    << "spec " << i << ": key \"" << *specs[i].key << "\" is held: its holder's id must come back";
+                ++cov_.held_key;
+                index[i] = *p.holder[i];
+                continue;
+            }
+            ASSERT_GT(ids[i].value, last_id_) << "task ids must increase";
+            ASSERT_FALSE(by_id_.count(ids[i].value)) << "id " << ids[i].value << " given twice";
+            index[i] = tasks_.size();
+            by_id_[ids[i].value] = tasks_.size();
+            tasks_.push_back(model_of(specs[i], ids[i]));
+            fresh.push_back(index[i]);
+            ++pools_[specs[i].pool].expect.submitted;
+            ++cov_.accepted;
+        }
+        for (std::size_t idx : fresh) last_id_ = std::max(last_id_, tasks_[idx].id.value);
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            if (p.holder[i]) continue;
+            TaskModel& t = tasks_[index[i]];
+            for (const Ref& r : p.refs[i]) {
+                EdgeModel e;
+                e.kind = r.kind;
+                if (r.to == Ref::To::Task) e.parent = r.index;
+                if (r.to == Ref::To::Member) e.parent = index[r.index];
+                if (r.to == Ref::To::Await) {
+                    e.awaited = r.key;
+                    t.await_until = now_ + pools_[t.pool].config.unknown_dependency.timeout();
+                }
+                t.edges.push_back(std::move(e));
+            }
+        }
+    }
+
     void apply(const Op& op, const std::vector<std::size_t>& fresh) {
         engine_.drain(actions_);
         ASSERT_FALSE(engine_.has_actions());
@@ -178,42 +209,23 @@ protected:
                 << "a call that must change nothing emitted " << actions_.size() << " action(s)";
         }
         for (std::size_t idx : fresh) live_.push_back(idx);
-        for (std::size_t i = 0; i < actions_.size(); ++i) {
-            const Action& a = actions_[i];
-            if (const auto* d = std::get_if<Dispatch>(&a)) {
-                ASSERT_LT(i + 1, actions_.size()) << "Dispatch without its Status Running";
-                const auto* st = std::get_if<Status>(&actions_[i + 1]);
-                ASSERT_TRUE(st && st->task == d->task && st->status == S::Running && st->attempt == d->attempt &&
-                            st->pool == d->pool && st->at == now_)
-                    << "Dispatch of task " << d->task.value << " not followed by its Status Running";
-                on_dispatch(*d);
-                ++i;
-            } else if (const auto* ab = std::get_if<Abort>(&a)) {
-                ASSERT_LT(i + 1, actions_.size()) << "Abort without a Status";
-                const auto* st = std::get_if<Status>(&actions_[i + 1]);
-                ASSERT_TRUE(st && st->task == ab->task) << "Abort not followed by the task's Status";
-                on_abort(*ab, op);
+        walk_actions(now_, [&](const auto& x, const auto&... status) {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<X, Dispatch>) {
+                on_dispatch(x);
+            } else if constexpr (std::is_same_v<X, Abort>) {
+                on_abort(x, op);
                 if (::testing::Test::HasFatalFailure()) return;
-                on_status(*st, op, ab->reason);
-                ++i;
-            } else if (const auto* st = std::get_if<Status>(&a)) {
-                on_status(*st, op, std::nullopt);
-            } else if (const auto* fg = std::get_if<Forget>(&a)) {
-                const auto it = by_id_.find(fg->task.value);
-                ASSERT_NE(it, by_id_.end()) << "Forget of an unknown task";
-                TaskModel& t = tasks_[it->second];
-                ASSERT_TRUE(t.announced && is_terminal(t.state)) << "Forget of a task that has not ended: " << show(t);
-                ASSERT_FALSE(t.forgotten) << "a task forgotten twice";
-                t.forgotten = true;
-                if (t.key) {
-                    auto k = keys_.find(*t.key);
-                    if (k != keys_.end() && k->second == it->second) keys_.erase(k);
-                }
+                on_status(status..., op, x.reason);
+            } else if constexpr (std::is_same_v<X, Status>) {
+                on_status(x, op, std::nullopt);
+            } else if constexpr (std::is_same_v<X, Forget>) {
+                on_forget(x);
             } else {
-                FAIL() << "unexpected action (ScaleTo / SpaceAvailable) without autoscaling or bounds";
+                FAIL() << "unexpected action (ScaleTo / SpaceAvailable / AskScaler) without autoscaling or bounds";
             }
-            if (::testing::Test::HasFatalFailure()) return;
-        }
+        });
+        if (::testing::Test::HasFatalFailure()) return;
         for (std::size_t idx : fresh) {
             ASSERT_TRUE(tasks_[idx].announced) << "an admitted task emitted no Status: " << show(tasks_[idx]);
         }
@@ -297,17 +309,8 @@ protected:
             ASSERT_EQ(c.scheduled, n.scheduled) << "pool " << q;
             ASSERT_EQ(c.ready, n.ready) << "pool " << q;
             ASSERT_EQ(c.retrying, n.retrying) << "pool " << q;
-            ASSERT_EQ(c.submitted, x.submitted) << "pool " << q;
-            ASSERT_EQ(c.dispatched, x.dispatched) << "pool " << q;
-            ASSERT_EQ(c.succeeded, x.succeeded) << "pool " << q;
-            ASSERT_EQ(c.failed, x.failed) << "pool " << q;
-            ASSERT_EQ(c.dead_lettered, x.dead_lettered) << "pool " << q;
-            ASSERT_EQ(c.cancelled, x.cancelled) << "pool " << q;
-            ASSERT_EQ(c.retried, x.retried) << "pool " << q;
-            ASSERT_EQ(c.skipped, x.skipped) << "pool " << q;
-            ASSERT_EQ(c.missed, x.missed) << "pool " << q;
-            ASSERT_EQ(c.starts_on_time, x.starts_on_time) << "pool " << q;
-            ASSERT_EQ(c.starts_late, x.starts_late) << "pool " << q;
+            check_cumulative(c, x, q);
+            if (::testing::Test::HasFatalFailure()) return;
             // docs/guide/time-and-cron.md: a due start is dispatched at its start, so it waits
             // only for a slot.
             if (n.due_ready > 0) {
@@ -407,35 +410,6 @@ protected:
                << seconds(m.config.retry.initial_backoff) << "\n";
         }
         return os.str();
-    }
-
-    std::string dump_actions() const {
-        std::ostringstream os;
-        for (const Action& a : actions_) {
-            if (const auto* d = std::get_if<Dispatch>(&a))
-                os << "  Dispatch task " << d->task.value << " lease " << d->lease.value << " pool " << d->pool
-                   << " attempt " << d->attempt << "\n";
-            else if (const auto* ab = std::get_if<Abort>(&a))
-                os << "  Abort task " << ab->task.value << " lease " << ab->lease.value << " " << to_string(ab->reason)
-                   << "\n";
-            else if (const auto* st = std::get_if<Status>(&a))
-                os << "  Status task " << st->task.value << " pool " << st->pool << " " << to_string(st->status)
-                   << " attempt " << st->attempt << " \"" << st->message << "\"\n";
-            else if (const auto* fg = std::get_if<Forget>(&a))
-                os << "  Forget task " << fg->task.value << "\n";
-            else
-                os << "  (other action)\n";
-        }
-        return os.str();
-    }
-
-    void describe(const Op& op, const std::string& extra = {}) {
-        std::ostringstream os;
-        os << op_name(op.kind);
-        if (op.task) os << " task " << op.task.value;
-        if (op.lease) os << " lease " << op.lease.value;
-        os << extra;
-        last_op_ = os.str();
     }
 };
 

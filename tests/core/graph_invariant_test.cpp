@@ -54,9 +54,10 @@
 // CRONOQ_STEPS=<n> changes the number of calls per seed.
 //
 // The model and its action handlers are in graph_model.hpp, the admission
-// prediction, the checks and the failure messages in graph_checks.hpp, the
-// regressions this test found in graph_regression_test.cpp; this file holds
-// the generator and the TESTs.
+// prediction, the checks and the model's view in failure messages in
+// graph_checks.hpp, the run itself (seeds, the loop of calls, the endings,
+// the failure report) in model_harness.hpp, the regressions this test found
+// in graph_regression_test.cpp; this file holds the generator and the TESTs.
 #include "graph_checks.hpp"
 
 namespace cronoq::core::test::graph_model::graph_invariant_test {
@@ -69,54 +70,24 @@ public:
         for (int i = 0; i < 3; ++i) add_pool(random_pool(i));
     }
 
-    void run(int n, bool shutdown_midway) {
-        for (step_ = 0; step_ < n; ++step_) {
-            if (shutdown_midway && step_ == n * 17 / 20)
-                do_shutdown(now_ + rnd_.between(0s, 4s));
-            else
-                random_step();
-            if (failed()) return;
-        }
-    }
+    const Coverage& coverage() const { return cov_; }
 
-    /// Lets every task end: opens slots, completes whatever runs with
-    /// success and ticks through starts, backoffs and await timeouts; then
-    /// shuts down (idle).
-    void finish_by_completing() {
+private:
+    // ---- the harness's hooks (model_harness.hpp) --------------------------------------------
+
+    void shutdown_midway_call() override { do_shutdown(now_ + rnd_.between(0s, 4s)); }
+    void open_everything() override {
         for (PoolId p = 0; p < pools_.size(); ++p) {
             do_set_capacity(p, std::max<std::size_t>(1, pools_[p].max_workers), false);
             if (failed()) return;
         }
-        for (int guard = 0; guard < 200000 && !live_.empty(); ++guard) {
-            bool any = false;
-            for (std::size_t idx : std::vector<std::size_t>(live_)) {
-                if (tasks_[idx].state != S::Running) continue;
-                any = true;
-                do_complete(idx, Outcome::success(), false);
-                if (failed()) return;
-            }
-            if (live_.empty() || any) continue;
-            const auto wake = engine_.next_wakeup();
-            if (!wake) break;  // stuck: reported below
-            now_ = std::max(now_, *wake);
-            do_tick();
-            if (failed()) return;
-        }
-        ASSERT_TRUE(live_.empty()) << "stuck: " << live_.size()
-                                   << " live task(s), none running, no wakeup; first: " << show(tasks_[live_.front()]);
-        do_shutdown(now_);
     }
+    void complete_with_success(std::size_t idx) override { do_complete(idx, Outcome::success(), false); }
 
-    void finish_by_shutdown() { do_shutdown(now_); }
-
-    /// What must hold once everything has ended.
-    void check_end() {
-        ASSERT_EQ(engine_.live_tasks(), 0u);
+    /// What must hold once everything has ended, beyond the harness's checks.
+    void check_end() override {
         ASSERT_FALSE(engine_.next_wakeup().has_value()) << "a timer outlived every task";
-        for (const TaskModel& t : tasks_) {
-            ASSERT_TRUE(t.announced) << show(t);
-            ASSERT_EQ(t.terminal_events, 1) << show(t);
-        }
+        for (const TaskModel& t : tasks_) ASSERT_TRUE(t.announced) << show(t);
         for (PoolId p = 0; p < pools_.size(); ++p) {
             const PoolCounters c = engine_.counters(p);
             EXPECT_EQ(c.blocked + c.scheduled + c.ready + c.running + c.retrying, 0u) << "pool " << p;
@@ -125,9 +96,6 @@ public:
         }
     }
 
-    const Coverage& coverage() const { return cov_; }
-
-private:
     PoolConfig random_pool(int i) {
         PoolConfig c;
         c.name = "p" + std::to_string(i);
@@ -147,22 +115,9 @@ private:
         return c;
     }
 
-    void add_pool(PoolConfig c) {
-        const PoolId id = engine_.add_pool(c);
-        ASSERT_EQ(id, pools_.size());
-        PoolModel m;
-        m.capacity = c.capacity;
-        m.max_workers = c.max_workers == 0 ? c.capacity : c.max_workers;
-        // docs/guide/time-and-cron.md: reservable_fraction of max_workers, at least one slot.
-        m.limit = std::max<std::size_t>(
-            1, static_cast<std::size_t>(std::floor(c.reservable_fraction * static_cast<double>(m.max_workers))));
-        m.config = std::move(c);
-        pools_.push_back(std::move(m));
-    }
-
     // ---- random calls ---------------------------------------------------------------------------
 
-    void random_step() {
+    void random_step() override {
         const auto r = rnd_.below(1000);
         if (r < 300) {
             now_ += r < 250 ? rnd_.between(1ms, 400ms) : r < 295 ? rnd_.between(400ms, 4s) : rnd_.between(20s, 50s);
@@ -214,13 +169,7 @@ private:
 
     template <class Pred>
     std::optional<std::size_t> pick_live(Pred pred) {
-        if (live_.empty()) return std::nullopt;
-        const std::size_t start = rnd_.below(live_.size());
-        for (std::size_t i = 0; i < live_.size(); ++i) {
-            const std::size_t idx = live_[(start + i) % live_.size()];
-            if (tasks_[idx].announced && pred(tasks_[idx])) return idx;
-        }
-        return std::nullopt;
+        return pick_index(live_, [&](std::size_t idx) { return tasks_[idx].announced && pred(tasks_[idx]); });
     }
 
     Outcome random_outcome() {
@@ -397,43 +346,9 @@ private:
         }
         ASSERT_TRUE(p.errors.empty()) << "accepted although " << show_errors(p.errors) << " applies";
         ASSERT_EQ(ids.size(), specs.size());
-        // Model entries for the admitted tasks; their first Status comes in
-        // this call's actions.
-        std::vector<std::size_t> index(specs.size());
         std::vector<std::size_t> fresh;
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            if (p.holder[i]) {
-                ASSERT_EQ(ids[i], tasks_[*p.holder[i]].id)
-                    << "spec " << i << ": key \"" << *specs[i].key << "\" is held: its holder's id must come back";
-                ++cov_.held_key;
-                index[i] = *p.holder[i];
-                continue;
-            }
-            ASSERT_GT(ids[i].value, last_id_) << "task ids must increase";
-            ASSERT_FALSE(by_id_.count(ids[i].value)) << "id " << ids[i].value << " given twice";
-            index[i] = tasks_.size();
-            by_id_[ids[i].value] = tasks_.size();
-            tasks_.push_back(model_of(specs[i], ids[i]));
-            fresh.push_back(index[i]);
-            ++pools_[specs[i].pool].expect.submitted;
-            ++cov_.accepted;
-        }
-        for (std::size_t idx : fresh) last_id_ = std::max(last_id_, tasks_[idx].id.value);
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            if (p.holder[i]) continue;
-            TaskModel& t = tasks_[index[i]];
-            for (const Ref& r : p.refs[i]) {
-                EdgeModel e;
-                e.kind = r.kind;
-                if (r.to == Ref::To::Task) e.parent = r.index;
-                if (r.to == Ref::To::Member) e.parent = index[r.index];
-                if (r.to == Ref::To::Await) {
-                    e.awaited = r.key;
-                    t.await_until = now_ + pools_[t.pool].config.unknown_dependency.timeout();
-                }
-                t.edges.push_back(std::move(e));
-            }
-        }
+        admit(specs, ids, p, fresh);
+        if (::testing::Test::HasFatalFailure()) return;
         op.silent = fresh.empty();  // only held keys: nothing admitted
         apply(op, fresh);
     }
@@ -534,14 +449,14 @@ private:
         apply(op, {});
     }
 
-    void do_tick() {
+    void do_tick() override {
         Op op{Op::Kind::Tick};
         describe(op);
         engine_.tick(now_);
         apply(op, {});
     }
 
-    void do_shutdown(Time grace_end) {
+    void do_shutdown(Time grace_end) override {
         Op op{Op::Kind::Shutdown};
         describe(op, " grace to +" + seconds(grace_end - now_));
         engine_.shutdown(now_, grace_end);
@@ -556,27 +471,17 @@ private:
 class GraphInvariantTest : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(GraphInvariantTest, RandomCallsThenShutdownMidway) {
-    const std::uint64_t seed = GetParam();
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with CRONOQ_SEED=" + std::to_string(seed) + ")");
-    Sim sim(seed);
-    sim.run(steps(), /*shutdown_midway=*/true);
-    if (HasFailure()) return;
-    sim.finish_by_shutdown();
-    if (HasFailure()) return;
-    sim.check_end();
+    SCOPED_TRACE(rerun_hint(GetParam()));
+    Sim sim(GetParam());
+    sim.run_to_end(Ending::ShutdownMidway);
 }
 
 TEST_P(GraphInvariantTest, RandomCallsThenCompleteEverything) {
-    const std::uint64_t seed = GetParam();
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with CRONOQ_SEED=" + std::to_string(seed) + ")");
-    Sim sim(seed);
-    sim.run(steps(), /*shutdown_midway=*/false);
-    if (HasFailure()) return;
-    sim.finish_by_completing();
-    if (HasFailure()) return;
-    sim.check_end();
+    SCOPED_TRACE(rerun_hint(GetParam()));
+    Sim sim(GetParam());
+    sim.run_to_end(Ending::CompleteEverything);
     // The run reached what it is meant to check.
-    if (!default_run()) return;
+    if (HasFailure() || !suite.default_run()) return;
     const Coverage& c = sim.coverage();
     EXPECT_GT(c.accepted, 100u);
     EXPECT_GT(c.batches, 20u);
@@ -598,7 +503,7 @@ TEST_P(GraphInvariantTest, RandomCallsThenCompleteEverything) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(GraphInvariantSeeds, GraphInvariantTest, ::testing::ValuesIn(seeds()));
+INSTANTIATE_TEST_SUITE_P(GraphInvariantSeeds, GraphInvariantTest, ::testing::ValuesIn(suite.seeds()));
 
 }  // namespace
 }  // namespace cronoq::core::test::graph_model::graph_invariant_test

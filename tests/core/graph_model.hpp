@@ -4,9 +4,8 @@
 // submit results, and the handlers that move it action by action. The
 // checks made after every call are in graph_checks.hpp; the generator and
 // the TESTs in the .cpp, which lists the invariants.
-#include "engine_harness.hpp"
+#include "model_harness.hpp"
 #include "ordering_model.hpp"
-#include "random_calls.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,12 +23,8 @@ namespace cronoq::core::test::graph_model {
 using S = TaskStatus;
 using K = Dep::Kind;
 
-constexpr std::array<std::uint64_t, 5> default_seeds{101, 102, 103, 104, 105};
-constexpr int default_steps = 2500;
-
-inline std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
-inline int steps() { return steps_or(default_steps); }
-inline bool default_run() { return test::default_run(default_steps); }
+// The shutdown comes after 85 % of the calls.
+inline constexpr SuiteRun suite{{101, 102, 103, 104, 105}, 2500, 17, 20};
 
 // docs/guide/dependencies-and-keys.md, written out here rather than taken from dep_met, so that the
 // engine's helper is checked too.
@@ -125,27 +120,7 @@ struct Plan {
     std::vector<bool> invalid;
 };
 
-struct Op {
-    enum class Kind { Submit, Complete, DeadComplete, Cancel, SetCapacity, Tick, Shutdown };
-    Kind kind = Kind::Tick;
-    TaskId task{};
-    LeaseId lease{};
-    Outcome outcome{};
-    bool silent = false;  // the call must emit no action
-};
-
-inline const char* op_name(Op::Kind k) {
-    switch (k) {
-        case Op::Kind::Submit: return "submit";
-        case Op::Kind::Complete: return "complete";
-        case Op::Kind::DeadComplete: return "complete (dead lease)";
-        case Op::Kind::Cancel: return "cancel";
-        case Op::Kind::SetCapacity: return "set_capacity";
-        case Op::Kind::Tick: return "tick";
-        case Op::Kind::Shutdown: return "shutdown";
-    }
-    return "?";
-}
+using Op = ModelCall;
 
 // What a run exercised, so that a generator that stops reaching a feature
 // is noticed.
@@ -159,22 +134,38 @@ struct Coverage {
 
 // The state and the action handlers; graph_checks.hpp adds the checks,
 // the test adds the generator.
-class GraphModel {
+class GraphModel : public ModelRun {
 public:
     static constexpr Duration retention = 30s;
     static constexpr std::size_t retention_max = 60;
     static constexpr int key_space = 24;
 
-    explicit GraphModel(std::uint64_t seed) : seed_(seed), rnd_(seed), engine_(config(seed)) {}
+    explicit GraphModel(std::uint64_t seed) : ModelRun(suite, seed), engine_(config(seed)) {}
 
 protected:
-    static EngineConfig config(std::uint64_t seed) {
-        EngineConfig c;
-        c.seed = seed;
-        c.retention = retention;
-        c.retention_max = retention_max;
-        randomize_ordering(c, seed);  // shares and holds must not lose a start
-        return c;
+    // The harness's hooks (model_harness.hpp) that read the model.
+    const Engine& engine() const override { return engine_; }
+    Time& clock() override { return now_; }
+    std::vector<std::size_t> live_indices() const override { return live_; }
+    bool running(std::size_t idx) const override { return tasks_[idx].state == S::Running; }
+    std::size_t task_count() const override { return tasks_.size(); }
+    int terminal_events(std::size_t idx) const override { return tasks_[idx].terminal_events; }
+    std::string show_task(std::size_t idx) const override { return show(tasks_[idx]); }
+
+    // Shares and holds must not lose a start.
+    static EngineConfig config(std::uint64_t seed) { return model_config(seed, retention, retention_max); }
+
+    void add_pool(PoolConfig c) {
+        const PoolId id = engine_.add_pool(c);
+        ASSERT_EQ(id, pools_.size());
+        PoolModel m;
+        m.capacity = c.capacity;
+        m.max_workers = c.max_workers == 0 ? c.capacity : c.max_workers;
+        // docs/guide/time-and-cron.md: reservable_fraction of max_workers, at least one slot.
+        m.limit = std::max<std::size_t>(
+            1, static_cast<std::size_t>(std::floor(c.reservable_fraction * static_cast<double>(m.max_workers))));
+        m.config = std::move(c);
+        pools_.push_back(std::move(m));
     }
 
     bool blocked_task(std::size_t idx) const { return tasks_[idx].announced && tasks_[idx].state == S::Blocked; }
@@ -241,6 +232,19 @@ protected:
         dead_leases_.push_back(t.lease);
         t.lease = LeaseId{};
         --pools_[t.pool].running;
+    }
+
+    void on_forget(const Forget& fg) {
+        const auto it = by_id_.find(fg.task.value);
+        ASSERT_NE(it, by_id_.end()) << "Forget of an unknown task";
+        TaskModel& t = tasks_[it->second];
+        ASSERT_TRUE(t.announced && is_terminal(t.state)) << "Forget of a task that has not ended: " << show(t);
+        ASSERT_FALSE(t.forgotten) << "a task forgotten twice";
+        t.forgotten = true;
+        if (t.key) {
+            auto k = keys_.find(*t.key);
+            if (k != keys_.end() && k->second == it->second) keys_.erase(k);
+        }
     }
 
     void on_dispatch(const Dispatch& d) {
@@ -472,8 +476,6 @@ protected:
         return os.str();
     }
 
-    std::uint64_t seed_;
-    Random rnd_;
     Engine engine_;
     std::vector<PoolModel> pools_;
     std::vector<TaskModel> tasks_;
@@ -488,10 +490,6 @@ protected:
     bool shutting_down_ = false;
     Time grace_end_ = Time::max();
     Time now_ = t0 + 100s;
-    int step_ = 0;
-    bool reported_ = false;
-    std::vector<Action> actions_;
-    std::string last_op_;
     Coverage cov_;
 };
 

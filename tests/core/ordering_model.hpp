@@ -46,6 +46,17 @@ inline void randomize_ordering(EngineConfig& config, std::uint64_t seed) {
     config.urgency.window_factor = r.pick(std::array<double, 6>{0.0, 0.5, 1.0, 1.5, 2.0, 4.0});
 }
 
+/// The engine config of a model run: its seed, its retention and this
+/// seed's shares and window factor.
+inline EngineConfig model_config(std::uint64_t seed, Duration retention, std::size_t retention_max) {
+    EngineConfig c;
+    c.seed = seed;
+    c.retention = retention;
+    c.retention_max = retention_max;
+    randomize_ordering(c, seed);
+    return c;
+}
+
 class OrderingModel {
 public:
     explicit OrderingModel(const EngineConfig& config) : priority_(config.priority), urgency_(config.urgency) {

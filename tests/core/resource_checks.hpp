@@ -1,13 +1,17 @@
 #pragma once
-// The checks resource_invariant_test.cpp makes after every call, over the
-// model of resource_model.hpp, and the failure messages that show the
-// model's view. See the .cpp for the list of invariants.
+// The checks resource_invariant_test.cpp makes on every call, over the
+// model of resource_model.hpp: the answer a submit must get (predict), the
+// autoscaling after a call's actions, the invariants after every call, and
+// the model's view in failure messages. See the .cpp for the list of
+// invariants.
 #include "resource_model.hpp"
 
 namespace cronoq::core::test::resource_model {
 
 class Checked : public Model {
 public:
+    using Model::Model;
+
     // docs/guide/resources-and-bounds.md as written by default; CRONOQ_STRICT_RESOURCES=0 is lenient
     // about waiters held back by tasks that cannot take the resource (see
     // waiters()), to look past that while chasing something else.
@@ -34,15 +38,8 @@ public:
             ASSERT_EQ(c.ready_by_class, n.ready_by_class) << "pool " << q;
             ASSERT_EQ(c.retrying, n.retrying) << "pool " << q;
             ASSERT_EQ(c.blocked + c.scheduled, 0u) << "pool " << q;
-            ASSERT_EQ(c.submitted, x.submitted) << "pool " << q;
-            ASSERT_EQ(c.dispatched, x.dispatched) << "pool " << q;
-            ASSERT_EQ(c.succeeded, x.succeeded) << "pool " << q;
-            ASSERT_EQ(c.failed, x.failed) << "pool " << q;
-            ASSERT_EQ(c.dead_lettered, x.dead_lettered) << "pool " << q;
-            ASSERT_EQ(c.cancelled, x.cancelled) << "pool " << q;
-            ASSERT_EQ(c.retried, x.retried) << "pool " << q;
-            ASSERT_EQ(c.timed_out, x.timed_out) << "pool " << q;
-            ASSERT_EQ(c.shed, x.shed) << "pool " << q;
+            check_cumulative(c, x, q);
+            if (::testing::Test::HasFatalFailure()) return;
             // stats() merges histograms (the bulk of this test's time):
             // read for the pools the call touched, and one more in turn so
             // that the window's sliding is read for every pool.
@@ -52,6 +49,106 @@ public:
             check_no_head_of_line(q, may_wait);
             if (::testing::Test::HasFatalFailure()) return;
         }
+    }
+
+    // After the call's ScaleTo actions: the default policy never scaled up
+    // past, nor down below, the desired value of that evaluation (which
+    // counters() shows). The user pool is asked at most once per call,
+    // shown the pool as it was, and scaled only by an answer, which is
+    // clamped and applied as is (scaler.hpp).
+    void check_autoscaling(const Op& op) {
+        for (const auto& [pool, before] : scaled) {
+            const std::size_t desired = engine_desired(pool);
+            const std::size_t n = pools[pool].capacity;
+            if (n > before) {
+                ASSERT_LE(n, desired) << "pool " << pool << " scaled up past its desired capacity";
+            } else {
+                ASSERT_GE(n, desired) << "pool " << pool << " scaled down below its desired capacity";
+            }
+        }
+        if (!user_pool) return;
+        ASSERT_LE(questions, 1u) << "the user scaler was asked twice in one call";
+        const PoolModel& p = pools[*user_pool];
+        if (op.kind == Op::Kind::ScalerAnswer) {
+            const ScalerLog::Call& call = scaler_log->calls.back();
+            ++cov.scaler_calls;
+            cov.scaler_throws += call.threw ? 1 : 0;
+            // A throw has no opinion: the capacity stays, except that one set
+            // from outside beyond [min, max] is brought to the bound.
+            const std::size_t wanted = call.threw ? p.eval_capacity : call.answer;
+            const std::size_t target = std::clamp(wanted, p.config.min_workers, p.config.max_workers);
+            ASSERT_EQ(p.capacity, target) << "the user scaler answered "
+                                          << (call.threw ? "by throwing" : std::to_string(call.answer))
+                                          << " at capacity " << p.eval_capacity;
+            ASSERT_EQ(engine_desired(*user_pool), target);
+            return;
+        }
+        ASSERT_EQ(p.capacity, p.eval_capacity) << "the user pool was scaled without an answer";
+        if (questions == 0) return;
+        const std::optional<ScalerInput> in = engine().scaler_question(*user_pool);
+        ASSERT_TRUE(in.has_value()) << "AskScaler without an open question";
+        ASSERT_EQ(in->now, now.time_since_epoch());
+        ASSERT_EQ(in->capacity, p.eval_capacity);
+        ASSERT_EQ(in->busy, p.eval_running);
+        ASSERT_EQ(in->pending, p.eval_ready) << "the scaler was shown other pending counts than the model";
+        ASSERT_EQ(in->min, p.config.min_workers);
+        ASSERT_EQ(in->max, p.config.max_workers);
+    }
+
+    std::size_t engine_desired(PoolId pool) const { return engine().counters(pool).desired; }
+    // What docs/guide/resources-and-bounds.md, docs/guide/operations.md make of this submit, from the model alone. Sets
+    // `victims` to the tasks the overflow policy may shed.
+    std::optional<SubmitError> predict(const TaskSpec& spec) {
+        victims.clear();
+        shed_expected = false;
+        if (shutting_down) return SubmitError::ShuttingDown;
+        std::map<std::string, std::uint64_t> sums;
+        for (const ResourceUse& use : spec.resources) {
+            const auto r = std::find_if(resources.begin(), resources.end(),
+                                        [&](const ResourceState& x) { return x.decl.name == use.name; });
+            if (r == resources.end()) return SubmitError::UnknownResource;
+            sums[use.name] += use.amount;
+        }
+        for (const ResourceState& r : resources)
+            if (sums.count(r.decl.name) && sums[r.decl.name] > r.decl.capacity())
+                return SubmitError::ResourceExceedsCapacity;
+        const PoolModel& p = pools[spec.pool];
+        const bool pool_full = p.config.bounds.bounded() && pending_of(spec.pool) >= p.config.bounds.max_pending;
+        const bool global_full = global_bounds.bounded() && pending_total() >= global_bounds.max_pending;
+        if (!pool_full && !global_full) return std::nullopt;
+        switch (p.config.overflow) {
+            case OverflowPolicy::Wait: return SubmitError::Full;
+            case OverflowPolicy::Reject: return SubmitError::Overloaded;
+            default: break;
+        }
+        // The victim relieves the bound that is full: the pool's own, or
+        // with only the global one full, any pool's (docs). Only Ready
+        // tasks are shed.
+        std::vector<std::size_t> scope;
+        for (std::size_t idx : live)
+            if (tasks[idx].state == S::Ready && (!pool_full || tasks[idx].pool == spec.pool)) scope.push_back(idx);
+        std::optional<std::size_t> cls;
+        bool newest = true;
+        if (p.config.overflow == OverflowPolicy::ShedOldest) {
+            cls = index_of(Priority::Low);
+            newest = false;
+        } else {
+            for (std::size_t c = priority_count; c-- > index_of(spec.priority) + 1 && !cls;)
+                for (std::size_t idx : scope)
+                    if (index_of(tasks[idx].priority) == c) cls = c;
+        }
+        std::optional<Time> when;
+        for (std::size_t idx : scope) {
+            const TaskModel& t = tasks[idx];
+            if (!cls || index_of(t.priority) != *cls) continue;
+            if (!when || (newest ? t.ready_since > *when : t.ready_since < *when)) when = t.ready_since;
+        }
+        if (!when) return SubmitError::Overloaded;
+        for (std::size_t idx : scope)  // ties in ready time: either is the newest / oldest
+            if (index_of(tasks[idx].priority) == *cls && tasks[idx].ready_since == *when) victims.insert(idx);
+        shed_expected = true;
+        ++(newest ? cov.shed_lowest : cov.shed_oldest);
+        return std::nullopt;
     }
 
     // docs/guide/ordering.md, docs/guide/resources-and-bounds.md: a task short of a resource never holds back one that
@@ -191,27 +288,6 @@ public:
                 os << "bucket rate " << r.rate << "/s burst " << r.decl.burst << ", level " << r.level << "\n";
             else
                 os << "semaphore " << r.held << "/" << r.decl.permits << " held\n";
-        }
-        return os.str();
-    }
-
-    std::string dump_actions(const std::vector<Action>& actions) const {
-        std::ostringstream os;
-        for (const Action& a : actions) {
-            if (const auto* d = std::get_if<Dispatch>(&a))
-                os << "  Dispatch task " << d->task.value << " lease " << d->lease.value << " pool " << d->pool
-                   << " attempt " << d->attempt << "\n";
-            else if (const auto* ab = std::get_if<Abort>(&a))
-                os << "  Abort task " << ab->task.value << " " << to_string(ab->reason) << "\n";
-            else if (const auto* st = std::get_if<Status>(&a))
-                os << "  Status task " << st->task.value << " pool " << st->pool << " " << to_string(st->status)
-                   << " attempt " << st->attempt << " \"" << st->message << "\"\n";
-            else if (const auto* sc = std::get_if<ScaleTo>(&a))
-                os << "  ScaleTo pool " << sc->pool << " to " << sc->capacity << "\n";
-            else if (const auto* sp = std::get_if<SpaceAvailable>(&a))
-                os << "  SpaceAvailable pool " << sp->pool << "\n";
-            else if (const auto* fg = std::get_if<Forget>(&a))
-                os << "  Forget task " << fg->task.value << "\n";
         }
         return os.str();
     }

@@ -70,32 +70,9 @@
 namespace cronoq::core::test::resource_model::resource_invariant_test {
 namespace {
 
-constexpr std::array<std::uint64_t, 5> default_seeds{201, 202, 203, 204, 205};
-constexpr int default_steps = 3000;
-
-std::vector<std::uint64_t> seeds() { return seeds_or(default_seeds); }
-int steps() { return steps_or(default_steps); }
-
-const char* op_name(Op::Kind k) {
-    switch (k) {
-        case Op::Kind::Submit: return "submit";
-        case Op::Kind::Complete: return "complete";
-        case Op::Kind::DeadComplete: return "complete (dead lease)";
-        case Op::Kind::Cancel: return "cancel";
-        case Op::Kind::SetCapacity: return "set_capacity";
-        case Op::Kind::SetRate: return "set_rate";
-        case Op::Kind::Tick: return "tick";
-        case Op::Kind::Shutdown: return "shutdown";
-        case Op::Kind::ScalerAnswer: return "answer_scaler";
-    }
-    return "?";
-}
-
-bool default_run() { return test::default_run(default_steps); }
-
 class Sim : public Checked {
 public:
-    explicit Sim(std::uint64_t s) : rnd_(s), engine_(configure(s)) {
+    explicit Sim(std::uint64_t s) : Checked(s), engine_(configure(s)) {
         for (PoolConfig& c : pool_configs()) {
             const PoolId id = engine_.add_pool(c);
             PoolModel m;
@@ -110,48 +87,32 @@ public:
         do_tick();
     }
 
-    void run(int n, bool shutdown_midway) {
-        for (step_ = 0; step_ < n; ++step_) {
-            if (shutdown_midway && step_ == n * 17 / 20)
-                do_shutdown(now + rnd_.between(0s, 4s));
-            else
-                random_step();
-            if (failed()) return;
-        }
-    }
+    const Coverage& coverage() const { return cov; }
 
-    /// Lets every task end: refills every bucket, opens slots, completes
-    /// whatever runs and ticks through backoffs; then shuts down (idle).
-    void finish_by_completing() {
+private:
+    // ---- the harness's hooks (model_harness.hpp) --------------------------------------------
+
+    const Engine& engine() const override { return engine_; }
+    Time& clock() override { return now; }
+    void shutdown_midway_call() override { do_shutdown(now + rnd_.between(0s, 4s)); }
+    /// Refills every bucket and opens slots where no autoscaler decides.
+    void open_everything() override {
         for (const ResourceState& r : std::vector<ResourceState>(resources))
             if (r.bucket()) do_set_rate(r.decl.name, 5.0, false);
         for (PoolId p = 0; p < pools.size(); ++p)
             if (!pools[p].config.autoscale) do_set_capacity(p, std::max<std::size_t>(pools[p].capacity, 1));
-        for (int guard = 0; guard < 100000 && !live.empty() && !failed(); ++guard) {
-            bool any = false;
-            for (std::size_t idx : std::vector<std::size_t>(live)) {
-                if (tasks[idx].state != S::Running) continue;
-                any = true;
-                do_complete(idx, Outcome::success());
-                if (failed()) return;
-            }
-            if (any || live.empty()) continue;
-            const auto wake = engine_.next_wakeup();
-            ASSERT_TRUE(wake.has_value()) << "stuck: " << live.size() << " live task(s), none running, no wakeup; "
-                                          << show(tasks[live.front()]);
-            now = std::max(now, *wake);
-            do_tick();
-        }
-        if (!failed()) do_shutdown(now);
     }
+    std::vector<std::size_t> live_indices() const override { return live; }
+    bool running(std::size_t idx) const override { return tasks[idx].state == S::Running; }
+    void complete_with_success(std::size_t idx) override { do_complete(idx, Outcome::success()); }
+    std::size_t task_count() const override { return tasks.size(); }
+    int terminal_events(std::size_t idx) const override { return tasks[idx].terminal_events; }
+    std::string show_task(std::size_t idx) const override { return show(tasks[idx]); }
+    std::string failure_context() override { return "resources:\n" + show_resources(); }
 
-    void finish_by_shutdown() { do_shutdown(now); }
-
-    /// Once everything has ended: every task ended once, and the engine
+    /// Once everything has ended (and every task ended once): the engine
     /// goes quiet (autoscalers step down to their floors, then sleep).
-    void check_end() {
-        ASSERT_EQ(engine_.live_tasks(), 0u);
-        for (const TaskModel& t : tasks) ASSERT_EQ(t.terminal_events, 1) << show(t);
+    void check_end() override {
         for (PoolId p = 0; p < pools.size(); ++p) {
             const PoolCounters c = engine_.counters(p);
             EXPECT_EQ(c.succeeded + c.failed + c.dead_lettered + c.cancelled + c.shed, c.submitted) << "pool " << p;
@@ -167,18 +128,10 @@ public:
             }
     }
 
-    const Coverage& coverage() const { return cov; }
-
-private:
-    const Engine& engine() const override { return engine_; }
-
     EngineConfig configure(std::uint64_t s) {
-        seed = s;
         now = t0 + 100s;
-        EngineConfig c;
-        c.seed = s;
-        c.retention = 20s;
-        c.retention_max = 50;
+        // Shares must not hold back a task that could run.
+        EngineConfig c = model_config(s, 20s, 50);
         c.metrics_window = metrics_window;
         c.resources = {Resource::semaphore("db", static_cast<std::uint32_t>(1 + rnd_.below(3))),
                        Resource::semaphore("io", static_cast<std::uint32_t>(2 + rnd_.below(3))),
@@ -196,7 +149,6 @@ private:
         }
         if (rnd_.chance(50)) c.global_bounds = Bounds{10 + rnd_.below(11)};
         global_bounds = c.global_bounds;
-        randomize_ordering(c, s);  // shares must not hold back a task that could run
         return c;
     }
 
@@ -238,22 +190,9 @@ private:
         return out;
     }
 
-    bool failed() {
-        if (!::testing::Test::HasFailure()) return false;
-        if (!reported_) {
-            reported_ = true;
-            ADD_FAILURE() << "seed " << seed << ": failed at step " << step_ << " (" << last_op_
-                          << ") at t=" << to_seconds(now - t0) << " s; rerun with CRONOQ_SEED=" << seed
-                          << " CRONOQ_STEPS=" << steps() << "\nresources:\n"
-                          << show_resources() << "actions of that call:\n"
-                          << dump_actions(actions_);
-        }
-        return true;
-    }
-
     // ---- random calls ---------------------------------------------------------------------------
 
-    void random_step() {
+    void random_step() override {
         const auto r = rnd_.below(1000);
         if (r < 300) {
             now += r < 250 ? rnd_.between(1ms, 400ms) : r < 295 ? rnd_.between(400ms, 4s) : rnd_.between(10s, 30s);
@@ -290,13 +229,7 @@ private:
 
     template <class Pred>
     std::optional<std::size_t> pick_live(Pred pred) {
-        if (live.empty()) return std::nullopt;
-        const std::size_t start = rnd_.below(live.size());
-        for (std::size_t i = 0; i < live.size(); ++i) {
-            const std::size_t idx = live[(start + i) % live.size()];
-            if (pred(tasks[idx])) return idx;
-        }
-        return std::nullopt;
+        return pick_index(live, [&](std::size_t idx) { return pred(tasks[idx]); });
     }
 
     Outcome random_outcome() {
@@ -330,61 +263,6 @@ private:
             spec.resources.push_back(ResourceUse{res.decl.name, res.decl.capacity() + 1});
         }
         return spec;
-    }
-
-    // What docs/guide/resources-and-bounds.md, docs/guide/operations.md make of this submit, from the model alone. Sets
-    // `victims` to the tasks the overflow policy may shed.
-    std::optional<SubmitError> predict(const TaskSpec& spec) {
-        victims.clear();
-        shed_expected = false;
-        if (shutting_down) return SubmitError::ShuttingDown;
-        std::map<std::string, std::uint64_t> sums;
-        for (const ResourceUse& use : spec.resources) {
-            const auto r = std::find_if(resources.begin(), resources.end(),
-                                        [&](const ResourceState& x) { return x.decl.name == use.name; });
-            if (r == resources.end()) return SubmitError::UnknownResource;
-            sums[use.name] += use.amount;
-        }
-        for (const ResourceState& r : resources)
-            if (sums.count(r.decl.name) && sums[r.decl.name] > r.decl.capacity())
-                return SubmitError::ResourceExceedsCapacity;
-        const PoolModel& p = pools[spec.pool];
-        const bool pool_full = p.config.bounds.bounded() && pending_of(spec.pool) >= p.config.bounds.max_pending;
-        const bool global_full = global_bounds.bounded() && pending_total() >= global_bounds.max_pending;
-        if (!pool_full && !global_full) return std::nullopt;
-        switch (p.config.overflow) {
-            case OverflowPolicy::Wait: return SubmitError::Full;
-            case OverflowPolicy::Reject: return SubmitError::Overloaded;
-            default: break;
-        }
-        // The victim relieves the bound that is full: the pool's own, or
-        // with only the global one full, any pool's (docs). Only Ready
-        // tasks are shed.
-        std::vector<std::size_t> scope;
-        for (std::size_t idx : live)
-            if (tasks[idx].state == S::Ready && (!pool_full || tasks[idx].pool == spec.pool)) scope.push_back(idx);
-        std::optional<std::size_t> cls;
-        bool newest = true;
-        if (p.config.overflow == OverflowPolicy::ShedOldest) {
-            cls = index_of(Priority::Low);
-            newest = false;
-        } else {
-            for (std::size_t c = priority_count; c-- > index_of(spec.priority) + 1 && !cls;)
-                for (std::size_t idx : scope)
-                    if (index_of(tasks[idx].priority) == c) cls = c;
-        }
-        std::optional<Time> when;
-        for (std::size_t idx : scope) {
-            const TaskModel& t = tasks[idx];
-            if (!cls || index_of(t.priority) != *cls) continue;
-            if (!when || (newest ? t.ready_since > *when : t.ready_since < *when)) when = t.ready_since;
-        }
-        if (!when) return SubmitError::Overloaded;
-        for (std::size_t idx : scope)  // ties in ready time: either is the newest / oldest
-            if (index_of(tasks[idx].priority) == *cls && tasks[idx].ready_since == *when) victims.insert(idx);
-        shed_expected = true;
-        ++(newest ? cov.shed_lowest : cov.shed_oldest);
-        return std::nullopt;
     }
 
     void do_submit(std::optional<PoolId> pool = std::nullopt) {
@@ -488,7 +366,7 @@ private:
         apply(op);
     }
 
-    void do_tick() {
+    void do_tick() override {
         Op op{Op::Kind::Tick};
         describe(op);
         engine_.tick(now);
@@ -500,7 +378,7 @@ private:
         }
     }
 
-    void do_shutdown(Time grace) {
+    void do_shutdown(Time grace) override {
         Op op{Op::Kind::Shutdown};
         describe(op, " grace to +" + std::to_string(to_seconds(grace - now)) + " s");
         engine_.shutdown(now, grace);
@@ -514,7 +392,9 @@ private:
         ASSERT_FALSE(engine_.has_actions());
         touched.clear();
         if (op.pool) touched.insert(*op.pool);
-        process(op, actions_);
+        process(op);
+        if (::testing::Test::HasFatalFailure()) return;
+        check_autoscaling(op);
         if (::testing::Test::HasFatalFailure()) return;
         check(static_cast<std::size_t>(step_));
         if (::testing::Test::HasFatalFailure()) return;
@@ -545,47 +425,23 @@ private:
         }
     }
 
-    void describe(const Op& op, const std::string& extra = {}) {
-        std::ostringstream os;
-        os << op_name(op.kind);
-        if (op.task) os << " task " << op.task.value;
-        if (op.lease) os << " lease " << op.lease.value;
-        os << extra;
-        last_op_ = os.str();
-    }
-
-    Random rnd_;
     Engine engine_;
     std::function<std::size_t(const ScalerInput&)> scaler_ = user_scaler(scaler_log);
-    int step_ = 0;
-    bool reported_ = false;
-    std::vector<Action> actions_;
-    std::string last_op_;
 };
 
 class ResourceInvariantTest : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(ResourceInvariantTest, RandomCallsThenShutdownMidway) {
-    const std::uint64_t seed = GetParam();
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with CRONOQ_SEED=" + std::to_string(seed) + ")");
-    Sim sim(seed);
-    sim.run(steps(), /*shutdown_midway=*/true);
-    if (HasFailure()) return;
-    sim.finish_by_shutdown();
-    if (HasFailure()) return;
-    sim.check_end();
+    SCOPED_TRACE(rerun_hint(GetParam()));
+    Sim sim(GetParam());
+    sim.run_to_end(Ending::ShutdownMidway);
 }
 
 TEST_P(ResourceInvariantTest, RandomCallsThenCompleteEverything) {
-    const std::uint64_t seed = GetParam();
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with CRONOQ_SEED=" + std::to_string(seed) + ")");
-    Sim sim(seed);
-    sim.run(steps(), /*shutdown_midway=*/false);
-    if (HasFailure()) return;
-    sim.finish_by_completing();
-    if (HasFailure()) return;
-    sim.check_end();
-    if (!default_run()) return;
+    SCOPED_TRACE(rerun_hint(GetParam()));
+    Sim sim(GetParam());
+    sim.run_to_end(Ending::CompleteEverything);
+    if (HasFailure() || !suite.default_run()) return;
     // The run reached what it is meant to check.
     const Coverage& c = sim.coverage();
     EXPECT_GT(c.accepted, 300u);
@@ -607,7 +463,7 @@ TEST_P(ResourceInvariantTest, RandomCallsThenCompleteEverything) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, ResourceInvariantTest, ::testing::ValuesIn(seeds()));
+INSTANTIATE_TEST_SUITE_P(Seeds, ResourceInvariantTest, ::testing::ValuesIn(suite.seeds()));
 
 }  // namespace
 }  // namespace cronoq::core::test::resource_model::resource_invariant_test

@@ -2,11 +2,10 @@
 // The model behind resource_invariant_test.cpp: what the engine must have
 // done with resources (docs/guide/resources-and-bounds.md), bounds and overflow (docs/guide/resources-and-bounds.md), autoscaling
 // (docs/guide/resources-and-bounds.md) and its metrics window (docs/guide/operations.md), rebuilt only from the actions
-// the engine drained and the answers of the calls. The generator and the
-// TESTs are in the .cpp; this header holds the state, the action handlers
-// and the checks made after every call.
-#include "engine_harness.hpp"
-#include "random_calls.hpp"
+// the engine drained and the answers of the calls. This header holds the
+// state and the action handlers; resource_checks.hpp the checks; the .cpp
+// the generator and the TESTs.
+#include "model_harness.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,6 +24,8 @@ namespace cronoq::core::test::resource_model {
 
 using S = TaskStatus;
 
+// The shutdown comes after 85 % of the calls.
+inline constexpr SuiteRun suite{{201, 202, 203, 204, 205}, 3000, 17, 20};
 
 // The engine computes a bucket's level exactly from a reference point; the
 // model adds up refills in doubles. They differ by rounding only, far below
@@ -131,15 +132,7 @@ inline std::function<std::size_t(const ScalerInput&)> user_scaler(std::shared_pt
     };
 }
 
-struct Op {
-    enum class Kind { Submit, Complete, DeadComplete, Cancel, SetCapacity, SetRate, Tick, Shutdown, ScalerAnswer };
-    Kind kind = Kind::Tick;
-    TaskId task{};
-    LeaseId lease{};
-    Outcome outcome{};
-    std::optional<PoolId> pool;  // set_capacity: the pool it changed; answer_scaler: the pool answered
-    bool silent = false;         // the call must emit no action
-};
+using Op = ModelCall;
 
 // What a run exercised, so that a generator that stops reaching a feature
 // is noticed.
@@ -151,9 +144,10 @@ struct Coverage {
 };
 
 // The state the checks read, and the handlers that move it action by action.
-class Model {
+class Model : public ModelRun {
 public:
-    std::uint64_t seed = 0;
+    explicit Model(std::uint64_t seed) : ModelRun(suite, seed) {}
+
     std::vector<ResourceState> resources;
     std::vector<PoolModel> pools;
     std::vector<TaskModel> tasks;
@@ -176,6 +170,10 @@ public:
     bool shed_expected = false;
     // Pools an action of the current call named (their stats() may change).
     std::set<PoolId> touched;
+    // The current call's default-policy ScaleTo actions (pool, capacity
+    // before) and AskScaler actions.
+    std::vector<std::pair<PoolId, std::size_t>> scaled;
+    std::size_t questions = 0;
 
     std::size_t pending_of(PoolId p) const {
         const PoolCounters c = counts(p);
@@ -211,72 +209,60 @@ public:
 
     // ---- actions ----------------------------------------------------------------------------------
 
-    /// Moves the model through one call's actions, in order.
-    void process(const Op& op, const std::vector<Action>& actions) {
+    /// Moves the model through the latest call's actions, in order.
+    void process(const Op& op) {
         if (op.silent) {
-            ASSERT_TRUE(actions.empty()) << "a call that must change nothing emitted " << actions.size()
-                                         << " action(s)";
+            ASSERT_TRUE(actions_.empty()) << "a call that must change nothing emitted " << actions_.size()
+                                          << " action(s)";
         }
         for (ResourceState& r : resources) r.advance(now);
-        std::vector<std::pair<PoolId, std::size_t>> scaled;  // default-policy ScaleTo: pool, capacity before
+        scaled.clear();
+        questions = 0;
         bool evaluated = false;
         bool shed_seen = false;
-        std::size_t questions = 0;  // AskScaler actions
-        for (std::size_t i = 0; i < actions.size(); ++i) {
-            const Action& a = actions[i];
-            std::visit([this](const auto& x) {
-                if constexpr (requires { x.pool; }) touched.insert(x.pool);
-            }, a);
+        walk_actions(now, [&](const auto& x, const auto&... status) {
+            using X = std::decay_t<decltype(x)>;
+            if constexpr (requires { x.pool; }) touched.insert(x.pool);
             // The engine evaluates autoscalers after the call's own effects
             // and before it dispatches (engine_state.hpp settle): the first
             // ScaleTo, Dispatch, SpaceAvailable or Forget marks that point.
-            if (!evaluated && !std::holds_alternative<Status>(a) && !std::holds_alternative<Abort>(a)) {
+            if (!evaluated && !std::is_same_v<X, Status> && !std::is_same_v<X, Abort>) {
                 snapshot_for_scaler();
                 evaluated = true;
             }
-            if (const auto* d = std::get_if<Dispatch>(&a)) {
-                ASSERT_LT(i + 1, actions.size()) << "Dispatch without its Status Running";
-                const auto* st = std::get_if<Status>(&actions[i + 1]);
-                ASSERT_TRUE(st && st->task == d->task && st->status == S::Running && st->attempt == d->attempt &&
-                            st->pool == d->pool && st->at == now)
-                    << "Dispatch of task " << d->task.value << " not followed by its Status Running";
-                on_dispatch(*d);
-                ++i;
-            } else if (const auto* ab = std::get_if<Abort>(&a)) {
-                ASSERT_LT(i + 1, actions.size()) << "Abort without a Status";
-                const auto* st = std::get_if<Status>(&actions[i + 1]);
-                ASSERT_TRUE(st && st->task == ab->task) << "Abort not followed by the task's Status";
-                on_abort(*ab, op);
+            if constexpr (std::is_same_v<X, Dispatch>) {
+                on_dispatch(x);
+            } else if constexpr (std::is_same_v<X, Abort>) {
+                on_abort(x, op);
                 if (::testing::Test::HasFatalFailure()) return;
-                on_status(*st, op, ab->reason, shed_seen);
-                ++i;
-            } else if (const auto* st = std::get_if<Status>(&a)) {
-                on_status(*st, op, std::nullopt, shed_seen);
-            } else if (const auto* sc = std::get_if<ScaleTo>(&a)) {
-                on_scale(*sc, scaled);
-            } else if (const auto* sp = std::get_if<SpaceAvailable>(&a)) {
-                ASSERT_LT(sp->pool, pools.size());
-                ASSERT_TRUE(pools[sp->pool].full) << "SpaceAvailable for pool " << sp->pool << " without a Full before";
-                ASSERT_TRUE(has_room(sp->pool)) << "SpaceAvailable for pool " << sp->pool << " with no room";
-                pools[sp->pool].full = false;
+                on_status(status..., op, x.reason, shed_seen);
+            } else if constexpr (std::is_same_v<X, Status>) {
+                on_status(x, op, std::nullopt, shed_seen);
+            } else if constexpr (std::is_same_v<X, ScaleTo>) {
+                on_scale(x, scaled);
+            } else if constexpr (std::is_same_v<X, SpaceAvailable>) {
+                ASSERT_LT(x.pool, pools.size());
+                ASSERT_TRUE(pools[x.pool].full) << "SpaceAvailable for pool " << x.pool << " without a Full before";
+                ASSERT_TRUE(has_room(x.pool)) << "SpaceAvailable for pool " << x.pool << " with no room";
+                pools[x.pool].full = false;
                 ++cov.space;
-            } else if (const auto* q = std::get_if<AskScaler>(&a)) {
-                ASSERT_EQ(std::optional<PoolId>(q->pool), user_pool) << "AskScaler for a pool without a user scaler";
+            } else if constexpr (std::is_same_v<X, AskScaler>) {
+                ASSERT_EQ(std::optional<PoolId>(x.pool), user_pool) << "AskScaler for a pool without a user scaler";
                 ++questions;
-            } else if (const auto* fg = std::get_if<Forget>(&a)) {
-                const auto it = by_id.find(fg->task.value);
+            } else {
+                static_assert(std::is_same_v<X, Forget>);
+                const auto it = by_id.find(x.task.value);
                 ASSERT_NE(it, by_id.end()) << "Forget of an unknown task";
                 ASSERT_TRUE(is_terminal(tasks[it->second].state)) << "Forget of a live task";
             }
-            if (::testing::Test::HasFatalFailure()) return;
-        }
+        });
+        if (::testing::Test::HasFatalFailure()) return;
         if (!evaluated) snapshot_for_scaler();
         ASSERT_EQ(shed_seen, shed_expected) << (shed_expected ? "the overflow policy had to shed a victim"
                                                               : "a task was shed that the policy may not shed");
         shed_expected = false;  // predicted for one submit only
         victims.clear();
         std::erase_if(live, [this](std::size_t idx) { return is_terminal(tasks[idx].state); });
-        check_autoscaling(op, scaled, questions);
     }
 
     void count(PoolId p, Counted what) {
@@ -525,55 +511,6 @@ public:
         p.capacity = n;
         p.last_change = now;
     }
-
-    // After the call's ScaleTo actions: the default policy never scaled up
-    // past, nor down below, the desired value of that evaluation (which
-    // counters() shows). The user pool is asked at most once per call,
-    // shown the pool as it was, and scaled only by an answer, which is
-    // clamped and applied as is (scaler.hpp).
-    void check_autoscaling(const Op& op, const std::vector<std::pair<PoolId, std::size_t>>& scaled,
-                           std::size_t questions) {
-        for (const auto& [pool, before] : scaled) {
-            const std::size_t desired = engine_desired(pool);
-            const std::size_t n = pools[pool].capacity;
-            if (n > before) {
-                ASSERT_LE(n, desired) << "pool " << pool << " scaled up past its desired capacity";
-            } else {
-                ASSERT_GE(n, desired) << "pool " << pool << " scaled down below its desired capacity";
-            }
-        }
-        if (!user_pool) return;
-        ASSERT_LE(questions, 1u) << "the user scaler was asked twice in one call";
-        const PoolModel& p = pools[*user_pool];
-        if (op.kind == Op::Kind::ScalerAnswer) {
-            const ScalerLog::Call& call = scaler_log->calls.back();
-            ++cov.scaler_calls;
-            cov.scaler_throws += call.threw ? 1 : 0;
-            // A throw has no opinion: the capacity stays, except that one set
-            // from outside beyond [min, max] is brought to the bound.
-            const std::size_t wanted = call.threw ? p.eval_capacity : call.answer;
-            const std::size_t target = std::clamp(wanted, p.config.min_workers, p.config.max_workers);
-            ASSERT_EQ(p.capacity, target) << "the user scaler answered "
-                                          << (call.threw ? "by throwing" : std::to_string(call.answer))
-                                          << " at capacity " << p.eval_capacity;
-            ASSERT_EQ(engine_desired(*user_pool), target);
-            return;
-        }
-        ASSERT_EQ(p.capacity, p.eval_capacity) << "the user pool was scaled without an answer";
-        if (questions == 0) return;
-        const std::optional<ScalerInput> in = engine().scaler_question(*user_pool);
-        ASSERT_TRUE(in.has_value()) << "AskScaler without an open question";
-        ASSERT_EQ(in->now, now.time_since_epoch());
-        ASSERT_EQ(in->capacity, p.eval_capacity);
-        ASSERT_EQ(in->busy, p.eval_running);
-        ASSERT_EQ(in->pending, p.eval_ready) << "the scaler was shown other pending counts than the model";
-        ASSERT_EQ(in->min, p.config.min_workers);
-        ASSERT_EQ(in->max, p.config.max_workers);
-    }
-
-    virtual const Engine& engine() const = 0;
-    std::size_t engine_desired(PoolId pool) const { return engine().counters(pool).desired; }
-    virtual ~Model() = default;
 };
 
 }  // namespace cronoq::core::test::resource_model
