@@ -35,7 +35,7 @@ TEST(AsioInternals, ReadsTheConcurrencyHintAnIoContextWasMadeWith) {
 }
 #endif
 
-TEST(AsioInternals, AWaitIsACoroutinesOnlyWithUseAwaitableItself) {
+TEST(AsioInternals, OnlyUseAwaitableItselfMarksAWaitAsACoroutines) {
     using cronoq::detail::is_coroutine_token;
     static_assert(is_coroutine_token<asio::use_awaitable_t<>>::value);
     static_assert(is_coroutine_token<std::decay_t<decltype(asio::use_awaitable)>>::value);
