@@ -328,11 +328,6 @@ public:
     }
 
     asio::any_io_executor get_executor() const { return owner_->core->get_executor(); }
-    /// The engine's figures for one pool, for tests and diagnostics.
-    std::optional<core::PoolCounters> counters(std::string_view pool) const { return owner_->core->counters(pool); }
-    /// How often the engine's lock has been taken: divided by the tasks
-    /// run, the driver's cost per task in a figure noise cannot move.
-    std::uint64_t lock_acquisitions() const { return owner_->core->lock_acquisitions(); }
 
 private:
     friend struct detail::Access;

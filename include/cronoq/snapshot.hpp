@@ -1,7 +1,7 @@
 #pragma once
 // Snapshot: every pool's figures over the metrics window (docs/guide/operations.md), from
 // `Scheduler::snapshot()`, serializable with nlohmann_json.
-#include <cronoq/core/engine.hpp>
+#include <cronoq/pool_stats.hpp>
 #include <cronoq/store_snapshot.hpp>
 
 #include <nlohmann/json_fwd.hpp>

@@ -7,6 +7,7 @@
 #include <cronoq/logging.hpp>
 #include <cronoq/snapshot.hpp>
 
+#include "asio_internals.hpp"
 #include "event_queue.hpp"
 #include "scheduler_state.hpp"
 
@@ -53,14 +54,7 @@ void validate(const PoolDefinition& d) {
 // Whether the io_context was made for one thread (concurrency hint 1):
 // the application's promise that one thread runs it, which Asio itself
 // relies on to drop its locking.
-bool runs_on_one_thread(asio::io_context& io) {
-#if defined(ASIO_HAS_IOCP)
-    (void)io;
-    return false;
-#else
-    return asio::use_service<asio::detail::scheduler>(io).concurrency_hint() == 1;
-#endif
-}
+bool runs_on_one_thread(asio::io_context& io) { return asio_internals::concurrency_hint(io) == 1; }
 
 bool needs_wall(const TaskRequest& r) { return r.deadline_at || r.deadline_in || r.start_at; }
 

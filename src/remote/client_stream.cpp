@@ -29,11 +29,20 @@ private:
     std::unique_ptr<v1::Workers::Stub> stub_;
 };
 
+// RemoteWorkerError::Code names gRPC's status codes by gRPC's numbers: a
+// stream's end (StreamClosed::code) is compared with them as it comes.
+static_assert(RemoteWorkerError::Code::InvalidArgument == grpc::StatusCode::INVALID_ARGUMENT);
+static_assert(RemoteWorkerError::Code::NotFound == grpc::StatusCode::NOT_FOUND);
+static_assert(RemoteWorkerError::Code::FailedPrecondition == grpc::StatusCode::FAILED_PRECONDITION);
+static_assert(RemoteWorkerError::Code::Unauthenticated == grpc::StatusCode::UNAUTHENTICATED);
+
 namespace {
 
 std::string read_pem(const std::filesystem::path& path, const char* what) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw RemoteWorkerError(3, std::string("cronoq: cannot read the TLS ") + what + " " + path.string());
+    if (!in)
+        throw RemoteWorkerError(RemoteWorkerError::Code::InvalidArgument,
+                                std::string("cronoq: cannot read the TLS ") + what + " " + path.string());
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();

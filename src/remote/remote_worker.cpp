@@ -50,7 +50,10 @@ struct StreamEnd {
     std::string message;
     /// What reconnecting cannot fix: a rejected token, an unknown pool,
     /// another protocol version or a pool that is not remote.
-    bool fatal() const { return code == 16 || code == 5 || code == 9; }
+    bool fatal() const {
+        using Code = RemoteWorkerError::Code;
+        return code == Code::Unauthenticated || code == Code::NotFound || code == Code::FailedPrecondition;
+    }
 };
 
 /// `now + d`, saturated (a drain timeout or TTL may be "forever").
@@ -356,11 +359,12 @@ private:
 }  // namespace
 
 std::shared_ptr<RemoteWorkerCore> RemoteWorkerCore::create(RemoteWorkerOptions options, Handler handler) {
-    if (options.pool.empty()) throw RemoteWorkerError(3, "cronoq: RemoteWorkerOptions::pool is empty");
-    if (options.slots == 0) throw RemoteWorkerError(3, "cronoq: RemoteWorkerOptions::slots must be at least 1");
+    constexpr auto invalid = RemoteWorkerError::Code::InvalidArgument;
+    if (options.pool.empty()) throw RemoteWorkerError(invalid, "cronoq: RemoteWorkerOptions::pool is empty");
+    if (options.slots == 0) throw RemoteWorkerError(invalid, "cronoq: RemoteWorkerOptions::slots must be at least 1");
     if (options.initial_backoff <= std::chrono::nanoseconds::zero() || options.max_backoff < options.initial_backoff)
-        throw RemoteWorkerError(3, "cronoq: RemoteWorkerOptions: need 0 < initial_backoff <= max_backoff");
-    if (!handler) throw RemoteWorkerError(3, "cronoq: RemoteWorker: no handler");
+        throw RemoteWorkerError(invalid, "cronoq: RemoteWorkerOptions: need 0 < initial_backoff <= max_backoff");
+    if (!handler) throw RemoteWorkerError(invalid, "cronoq: RemoteWorker: no handler");
     return std::make_shared<Worker>(std::move(options), std::move(handler));
 }
 

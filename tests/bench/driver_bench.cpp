@@ -35,6 +35,7 @@
 // every awaitable is named first.
 #include <cronoq/core/engine.hpp>
 #include <cronoq/cronoq.hpp>
+#include <cronoq/diagnostics.hpp>
 
 #include "alloc_counter.hpp"
 
@@ -216,9 +217,9 @@ void BM_DriverRoundTrip(benchmark::State& state) {
         state, io, warmup_batches, [&](int n) { return round_trips(sched, n); },
         [&](bool start) {
             if (start)
-                locks_before = sched.lock_acquisitions();
+                locks_before = cronoq::diagnostics::lock_acquisitions(sched);
             else
-                per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
+                per_task(state, "locks_per_task", cronoq::diagnostics::lock_acquisitions(sched) - locks_before, state.iterations());
         });
     shut_down(io, sched);
 }
@@ -385,9 +386,9 @@ void BM_DriverThroughput(benchmark::State& state) {
     std::uint64_t locks_before = 0;
     throughput_batches(state, run_batch, [&](bool start) {
         if (start)
-            locks_before = sched.lock_acquisitions();
+            locks_before = cronoq::diagnostics::lock_acquisitions(sched);
         else
-            per_task(state, "locks_per_task", sched.lock_acquisitions() - locks_before, state.iterations());
+            per_task(state, "locks_per_task", cronoq::diagnostics::lock_acquisitions(sched) - locks_before, state.iterations());
     });
 
     auto stop = [sched]() mutable -> asio::awaitable<void> {

@@ -3,6 +3,8 @@
 // the scheduler's locks.
 #include "driver_harness.hpp"
 
+#include <cronoq/diagnostics.hpp>
+
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -52,14 +54,14 @@ TEST(Autoscale, ConcurrencyFollowsTheQueueUpAndBackDown) {
     std::vector<TaskHandle<int>> handles;
     for (int i = 0; i < 40; ++i) handles.push_back(sched.try_submit(Task<int>(i)).value());
     for (int s = 0; s < 10; ++s) f.advance(1s);
-    EXPECT_EQ(sched.counters("p")->capacity, 8u);
+    EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->capacity, 8u);
     EXPECT_EQ(g.running, 8);
     EXPECT_EQ(g.most, 8) << "never more attempts than the maximum";
     for (auto& h : handles) h.cancel();
     f.io.poll();
     EXPECT_EQ(g.running, 0);
     for (int s = 0; s < 120; ++s) f.advance(1s);
-    EXPECT_EQ(sched.counters("p")->capacity, 1u);
+    EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->capacity, 1u);
     test::run(f.io, sched.shutdown(0s));
     f.io.restart();
     f.io.run();  // nothing left pending
@@ -76,8 +78,8 @@ TEST(Autoscale, AUserScalerSetsTheCapacity) {
                      .build(f.io.get_executor());
     for (int i = 0; i < 10; ++i) sched.try_submit(Task<int>(i)).value();
     f.advance(1s);
-    EXPECT_EQ(sched.counters("p")->capacity, 5u);
-    EXPECT_EQ(sched.counters("p")->running, 5u);
+    EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->capacity, 5u);
+    EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->running, 5u);
     test::run(f.io, sched.shutdown(0s));
 }
 
@@ -121,7 +123,7 @@ TEST(Autoscale, AScalerMayCallBackIntoTheScheduler) {
     f.advance(1s);
     ASSERT_EQ(seen->snapshot_capacity.size(), 1u) << "asked once, one interval after start";
     EXPECT_EQ(seen->snapshot_capacity.front(), 1u) << "the capacity stays until the answer";
-    EXPECT_EQ(sched.counters("p")->capacity, 3u);
+    EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->capacity, 3u);
     ASSERT_EQ(seen->submitted.size(), 1u);
     EXPECT_EQ(*test::run(f.io, seen->submitted.front().result()), 7) << "a task submitted by the scaler runs";
     f.advance(1s);
@@ -155,8 +157,8 @@ TEST(Autoscale, AThrowingScalerKeepsTheCapacityAndIsReportedOnce) {
         for (int i = 0; i < 4; ++i) sched.try_submit(Task<int>(i)).value();
         for (int s = 0; s < 3; ++s) f.advance(1s);
         EXPECT_EQ(*calls, 3) << "asked once per interval";
-        EXPECT_EQ(sched.counters("p")->capacity, 2u);
-        EXPECT_EQ(sched.counters("p")->running, 2u);
+        EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->capacity, 2u);
+        EXPECT_EQ(cronoq::diagnostics::counters(sched, "p")->running, 2u);
         test::run(f.io, sched.shutdown(0s));
     }
     set_logger(saved);

@@ -5,6 +5,7 @@
 
 #include <cronoq/codec.hpp>
 #include <cronoq/detail/remote_host.hpp>
+#include <cronoq/diagnostics.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -163,9 +164,9 @@ TEST(RemoteDriver, LeaseGoesToAConnectedWorkerAndCompletesWithItsDecodedOutput) 
     f.report(w, l.lease, RemoteReport::Complete{"42"});
     EXPECT_EQ(handle.status(), TaskStatus::Succeeded);
     EXPECT_EQ(*test::run(f.vt.io, handle.result()), 42);
-    const auto late = f.sched.counters("remote")->succeeded;
+    const auto late = cronoq::diagnostics::counters(f.sched, "remote")->succeeded;
     f.report(w, l.lease, RemoteReport::Complete{"43"});  // after its end: ignored
-    EXPECT_EQ(f.sched.counters("remote")->succeeded, late);
+    EXPECT_EQ(cronoq::diagnostics::counters(f.sched, "remote")->succeeded, late);
     EXPECT_EQ(*test::run(f.vt.io, handle.result()), 42);
 }
 
@@ -418,7 +419,7 @@ TEST(RemoteDriver, ManyThreadsReportAtOnce) {
         ASSERT_EQ(handles[i].status(), TaskStatus::Succeeded) << "task " << i;
         EXPECT_EQ(*test::run(io, handles[i].result()), i);
     }
-    EXPECT_EQ(sched.counters("remote")->succeeded, static_cast<std::uint64_t>(tasks));
+    EXPECT_EQ(cronoq::diagnostics::counters(sched, "remote")->succeeded, static_cast<std::uint64_t>(tasks));
     EXPECT_EQ(detail::Access::core(sched)->late_reports(), 0u);
     EXPECT_GT(nacked.load(), 0);
     for (const auto& lease : sessions[0]->leases()) EXPECT_EQ(lease.attempt, 1u) << "a nack counts no attempt";

@@ -8,6 +8,7 @@
 #include "driver_harness.hpp"
 
 #include <cronoq/detail/resume_in_place.hpp>
+#include <cronoq/diagnostics.hpp>
 
 #include <gtest/gtest.h>
 
@@ -174,14 +175,14 @@ TEST(Resumption, EndsInsideARunOfStartsAreServedInOneStep) {
     const long long sum = test::run(io, [&]() -> asio::awaitable<long long> {
         std::vector<Task<int>> batch;
         for (int i = 0; i < tasks; ++i) batch.emplace_back(i);
-        before = sched.lock_acquisitions();
+        before = cronoq::diagnostics::lock_acquisitions(sched);
         auto submitted = sched.try_submit_many(std::move(batch));
         long long total = 0;
         for (auto& r : submitted) {
             auto wait = r.value().result();
             total += *co_await std::move(wait);
         }
-        after = sched.lock_acquisitions();
+        after = cronoq::diagnostics::lock_acquisitions(sched);
         co_return total;
     }());
     EXPECT_EQ(sum, static_cast<long long>(tasks) * (tasks - 1) / 2);

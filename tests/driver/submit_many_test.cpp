@@ -2,6 +2,8 @@
 // admitted or rejected on its own.
 #include "driver_harness.hpp"
 
+#include <cronoq/diagnostics.hpp>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -54,9 +56,9 @@ TEST(SubmitMany, TakesTheEngineOnceForAllItsTasks) {
     auto sched = Sched::builder().pool(Pool<int, int>("p").workers(1, 4, 4).executor_fn(twice)).build(io.get_executor());
     std::vector<Task<int>> tasks;
     for (int i = 0; i < 100; ++i) tasks.push_back(Task<int>(i));
-    const auto before = sched.lock_acquisitions();
+    const auto before = cronoq::diagnostics::lock_acquisitions(sched);
     auto results = sched.try_submit_many(std::move(tasks));
-    EXPECT_EQ(sched.lock_acquisitions() - before, 2u) << "one for the step, one to read the figure";
+    EXPECT_EQ(cronoq::diagnostics::lock_acquisitions(sched) - before, 2u) << "one for the step, one to read the figure";
     for (const auto& r : results) EXPECT_TRUE(r);
     io.run();
     for (int i = 0; i < 100; ++i) EXPECT_EQ(*test::run(io, results[static_cast<std::size_t>(i)].value().result()), 2 * i);

@@ -1,6 +1,8 @@
 // The driver on an io_context run by several threads.
 #include "driver_harness.hpp"
 
+#include <cronoq/diagnostics.hpp>
+
 #include <gtest/gtest.h>
 
 #include <asio/executor_work_guard.hpp>
@@ -59,7 +61,7 @@ TEST(Threads, HundredThousandTasksOnFourThreadsNoneLostNoneRunTwice) {
     EXPECT_EQ(total, static_cast<long long>(count) * (count - 1) / 2);
     EXPECT_EQ(retried.load(), count / 10);
     for (int i = 0; i < count; ++i) ASSERT_EQ(runs[i].load(), i % 10 == 0 ? 2 : 1) << "task " << i;
-    auto c = sched.counters("p");
+    auto c = cronoq::diagnostics::counters(sched, "p");
     ASSERT_TRUE(c);
     EXPECT_EQ(c->succeeded, static_cast<std::uint64_t>(count));
     EXPECT_EQ(c->dispatched, static_cast<std::uint64_t>(count + count / 10));
@@ -136,7 +138,7 @@ TEST(Threads, ConcurrentSubmittersCancellersAndRunnersLoseNothing) {
     int total = 0;
     for (const auto& [status, n] : outcomes) total += n;
     EXPECT_EQ(total, count);
-    auto c = sched.counters("p");
+    auto c = cronoq::diagnostics::counters(sched, "p");
     ASSERT_TRUE(c);
     EXPECT_EQ(c->succeeded, static_cast<std::uint64_t>(outcomes[TaskStatus::Succeeded]));
     EXPECT_EQ(c->failed, static_cast<std::uint64_t>(outcomes[TaskStatus::Failed]));

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
+#include <utility>
 
 namespace cronoq::test::refusal_test {
 namespace {
@@ -99,7 +100,7 @@ TEST(Refusal, ABadTokenIsUnauthenticated) {
     Served s(token_config());
     const auto e = refusal(run_worker(options_for(s.address(), "wrong")));
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->code(), 16);
+    EXPECT_EQ(e->code(), RemoteWorkerError::Code::Unauthenticated);
     EXPECT_NE(std::string(e->what()).find("UNAUTHENTICATED: cronoq: missing or unknown bearer token"),
               std::string::npos)
         << e->what();
@@ -111,7 +112,7 @@ TEST(Refusal, NoTokensConfiguredAcceptsNone) {
     Served s(WorkerServerConfig{});
     const auto e = refusal(run_worker(options_for(s.address(), "")));
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->code(), 16);
+    EXPECT_EQ(e->code(), RemoteWorkerError::Code::Unauthenticated);
 }
 
 TEST(Refusal, AnUnknownPoolIsNotFound) {
@@ -120,7 +121,7 @@ TEST(Refusal, AnUnknownPoolIsNotFound) {
     options.pool = "nope";
     const auto e = refusal(run_worker(options));
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->code(), 5);
+    EXPECT_EQ(e->code(), RemoteWorkerError::Code::NotFound);
     EXPECT_NE(std::string(e->what()).find("NOT_FOUND: cronoq: no pool named \"nope\""), std::string::npos) << e->what();
 }
 
@@ -133,7 +134,7 @@ TEST(Refusal, AnUnknownPoolWithAHugeNameIsStillNotFoundWithABoundedMessage) {
     options.pool = std::string(100'000, 'p');
     const auto e = refusal(run_worker(options));
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->code(), 5) << e->what();
+    EXPECT_EQ(e->code(), RemoteWorkerError::Code::NotFound) << e->what();
     const std::string what = e->what();
     EXPECT_NE(what.find("NOT_FOUND: cronoq: no pool named \"ppp"), std::string::npos) << what.substr(0, 200);
     EXPECT_LT(what.size(), 2048u);
@@ -225,7 +226,7 @@ TEST(Refusal, TlsSettingsWithAPlaintextTargetAreAnError) {
         Worker worker(options, echo);
         FAIL() << "a worker with tls settings and an http:// target was made";
     } catch (const RemoteWorkerError& e) {
-        EXPECT_EQ(e.code(), 3);
+        EXPECT_EQ(e.code(), RemoteWorkerError::Code::InvalidArgument);
         EXPECT_NE(std::string(e.what()).find("is http:// (plaintext) but the worker has tls settings"),
                   std::string::npos)
             << e.what();
@@ -234,7 +235,7 @@ TEST(Refusal, TlsSettingsWithAPlaintextTargetAreAnError) {
         Worker worker(options_for("https://127.0.0.1:1"), echo);
         FAIL() << "a worker with an https:// target and no tls settings was made";
     } catch (const RemoteWorkerError& e) {
-        EXPECT_EQ(e.code(), 3);
+        EXPECT_EQ(e.code(), RemoteWorkerError::Code::InvalidArgument);
         EXPECT_NE(std::string(e.what()).find("is https:// but the worker has no tls settings"), std::string::npos)
             << e.what();
     }
@@ -293,7 +294,7 @@ TEST_F(Tls, AVerifiedClientCertificateNeedsNoToken) {
     options.tls = TlsFiles{{}, {}, certs_->ca};
     const auto e = refusal(run_worker(options));
     ASSERT_TRUE(e);
-    EXPECT_EQ(e->code(), 16);
+    EXPECT_EQ(e->code(), RemoteWorkerError::Code::Unauthenticated);
     EXPECT_NE(std::string(e->what()).find("no verified client certificate"), std::string::npos) << e->what();
 }
 
@@ -311,6 +312,30 @@ TEST_F(Tls, AMissingCertificateKeyOrCaFileIsARuntimeErrorNamingIt) {
             EXPECT_NE(std::string(e.what()).find(missing.string()), std::string::npos) << e.what();
         }
     }
+}
+
+// The named codes are gRPC's: a server's refusal (a grpc::Status) arrives
+// as its number and compares with them, and what() names it as gRPC does.
+TEST(RemoteWorkerErrorTest, NamedCodesAreGrpcStatusCodes) {
+    using Code = RemoteWorkerError::Code;
+    const std::pair<Code, grpc::StatusCode> pairs[] = {
+        {Code::InvalidArgument, grpc::StatusCode::INVALID_ARGUMENT},
+        {Code::NotFound, grpc::StatusCode::NOT_FOUND},
+        {Code::FailedPrecondition, grpc::StatusCode::FAILED_PRECONDITION},
+        {Code::Unauthenticated, grpc::StatusCode::UNAUTHENTICATED},
+    };
+    for (const auto& [named, grpc_code] : pairs) {
+        const RemoteWorkerError from_name(named, "m");
+        const RemoteWorkerError from_number(static_cast<int>(grpc_code), "m");
+        EXPECT_EQ(from_name.code(), static_cast<int>(grpc_code));
+        EXPECT_TRUE(from_number.code() == named);
+        EXPECT_TRUE(named == from_number.code());
+        EXPECT_STREQ(from_name.what(), from_number.what());
+    }
+    EXPECT_STREQ(RemoteWorkerError(Code::Unauthenticated, "bad token").what(), "UNAUTHENTICATED: bad token");
+    EXPECT_STREQ(RemoteWorkerError(Code::FailedPrecondition, "x").what(), "FAILED_PRECONDITION: x");
+    EXPECT_FALSE(RemoteWorkerError(14, "x").code() == Code::NotFound);
+    EXPECT_STREQ(RemoteWorkerError(14, "x").what(), "gRPC status 14: x");
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(Target, ASchemeAgainstTheTlsSettingsIsInvalidArgument) {
             parse_target(target, tls);
             ADD_FAILURE() << target << " with tls=" << tls << " was accepted";
         } catch (const RemoteWorkerError& e) {
-            EXPECT_EQ(e.code(), 3) << target;
+            EXPECT_EQ(e.code(), RemoteWorkerError::Code::InvalidArgument) << target;
         }
     }
 }

@@ -16,6 +16,7 @@
 #include "plan.hpp"
 
 #include <cronoq/cronoq.hpp>
+#include <cronoq/diagnostics.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
     }
     for (auto& t : threads) t.join();
 
-    const auto counters = sched.counters(pool_name);
+    const auto counters = cronoq::diagnostics::counters(sched, pool_name);
     if (!counters) {
         violations.add("counters() knows no pool \"soak\"");
         return 1;

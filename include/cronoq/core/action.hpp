@@ -1,5 +1,7 @@
 #pragma once
 // What the engine asks its driver to do. Drained after every engine call.
+// Checked by tests/CMakeLists.txt ("no_engine"): the driver's public headers must not reach it.
+#define CRONOQ_CORE_ACTION_HPP_INCLUDED 1
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/ids.hpp>

@@ -7,10 +7,14 @@
 // between: a completion or heartbeat that arrives at or after its attempt's
 // timeout or lease expiry is late. Not thread-safe: its owner serializes
 // calls.
+// Defined so that a check can tell this header was reached (tests/CMakeLists.txt,
+// "no_engine"): the driver's public headers must not include it.
+#define CRONOQ_CORE_ENGINE_HPP_INCLUDED 1
 #include <cronoq/core/action.hpp>
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/ids.hpp>
+#include <cronoq/pool_stats.hpp>
 #include <cronoq/scaler.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task_status.hpp>
@@ -26,64 +30,6 @@
 #include <vector>
 
 namespace cronoq::core {
-
-/// Per-pool figures since the engine started.
-struct PoolCounters {
-    std::size_t capacity = 0;
-    std::size_t running = 0;   ///< attempts holding a live lease
-    std::size_t ready = 0;     ///< queued for a slot
-    std::size_t retrying = 0;  ///< in backoff
-    std::size_t blocked = 0;   ///< waiting on dependencies
-    std::size_t scheduled = 0; ///< waiting for a fixed start
-    std::array<std::size_t, priority_count> ready_by_class{};  ///< `ready`, per class
-    std::size_t desired = 0;   ///< the autoscaler's last desired capacity (else the capacity)
-    std::uint64_t submitted = 0;
-    std::uint64_t dispatched = 0;
-    std::uint64_t succeeded = 0;
-    std::uint64_t failed = 0;
-    std::uint64_t dead_lettered = 0;
-    std::uint64_t cancelled = 0;
-    std::uint64_t retried = 0;
-    std::uint64_t timed_out = 0;
-    std::uint64_t lease_expired = 0;
-    std::uint64_t skipped = 0;         ///< a dependency could not be met
-    std::uint64_t missed = 0;          ///< ended `Missed` (MissPolicy::Skip)
-    std::uint64_t shed = 0;            ///< evicted by an overflow policy
-    std::uint64_t starts_on_time = 0;  ///< fixed starts dispatched within their tolerance
-    std::uint64_t starts_late = 0;     ///< dispatched later (RunLate) or missed
-};
-
-/// A pool's figures over the metrics window (docs/guide/operations.md), at one instant.
-struct PoolStats {
-    Duration window{};
-    std::size_t capacity = 0;
-    std::size_t busy = 0;     ///< attempts running
-    std::size_t held = 0;     ///< free slots kept for fixed starts within max_hold
-    std::size_t desired = 0;  ///< the autoscaler's wish (else the capacity)
-    std::array<std::size_t, priority_count> pending{};  ///< ready, per class
-    std::size_t blocked = 0;
-    std::size_t scheduled = 0;
-    std::size_t retrying = 0;
-    // Within the window:
-    std::uint64_t dispatched = 0;
-    std::uint64_t succeeded = 0;
-    std::uint64_t failed = 0;
-    std::uint64_t retried = 0;
-    std::uint64_t dead_lettered = 0;
-    std::uint64_t shed = 0;
-    std::uint64_t waits = 0;  ///< samples behind the wait percentiles
-    std::uint64_t runs = 0;   ///< samples behind the run percentiles
-    Duration wait_p50{}, wait_p90{}, wait_p99{};  ///< ready -> dispatch
-    Duration run_p50{}, run_p99{};                ///< attempt start -> end
-    double worker_seconds = 0;  ///< busy slots x seconds
-    double utilization = 0;     ///< worker_seconds / (capacity x seconds)
-    /// Share of dispatches that took the best-scored ready task; empty
-    /// without dispatches.
-    std::optional<double> priority_adherence;
-    /// Share of fixed starts dispatched within their tolerance; empty
-    /// without fixed starts.
-    std::optional<double> fixed_start_hit_rate;
-};
 
 /// The ids the engine's counters would hand out next (`Engine::next_ids`).
 struct NextIds {

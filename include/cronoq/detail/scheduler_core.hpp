@@ -2,11 +2,12 @@
 // The untyped heart of the driver. `Scheduler<P, O>` is a thin typed shell
 // over it, so that the Asio-heavy code compiles once, in src/driver.
 #include <cronoq/clock.hpp>
-#include <cronoq/core/engine.hpp>
+#include <cronoq/core/task_spec.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/task_request.hpp>
 #include <cronoq/detail/handle_state.hpp>
 #include <cronoq/ids.hpp>
+#include <cronoq/pool_stats.hpp>
 #include <cronoq/submit_error.hpp>
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>

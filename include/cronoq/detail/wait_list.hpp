@@ -34,11 +34,17 @@
 
 namespace cronoq::detail {
 
-/// Whether `H` resumes a coroutine (`asio::use_awaitable`'s handler).
-template <class H>
-struct is_coroutine_handler : std::false_type {};
-template <class... Ts>
-struct is_coroutine_handler<asio::detail::awaitable_handler<Ts...>> : std::true_type {};
+/// Whether a wait with completion token `T` resumes a coroutine: `T` is
+/// `asio::use_awaitable_t<E>` itself, whose handler (Asio's own, named only
+/// in asio::detail) resumes the awaiting coroutine, inside a `co_spawn` that
+/// keeps work on its executor until the coroutine returns. Judged by the
+/// public token rather than by the handler's type; a token that adapts it
+/// (`as_tuple(use_awaitable)`, `redirect_error`, `deferred`) answers false
+/// and gets the general path, which is always correct.
+template <class T>
+struct is_coroutine_token : std::false_type {};
+template <class Executor>
+struct is_coroutine_token<asio::use_awaitable_t<Executor>> : std::true_type {};
 
 class WaitList : public std::enable_shared_from_this<WaitList> {
 public:
@@ -89,18 +95,18 @@ public:
                            asio::cancellation_type honoured = asio::cancellation_type::all) {
         return asio::async_initiate<Token, void(std::error_code)>(
             [self = std::move(self), on_cancel = std::move(on_cancel), honoured](auto handler) mutable {
-                self->initiate(self, std::move(handler), std::move(on_cancel), honoured);
+                self->initiate<is_coroutine_token<std::decay_t<Token>>::value>(self, std::move(handler), std::move(on_cancel), honoured);
             },
             token);
     }
 
 private:
-    template <class Handler>
+    template <bool Coroutine, class Handler>
     void initiate(const std::shared_ptr<WaitList>& self, Handler handler, UniqueFunction<void()> on_cancel,
                   asio::cancellation_type honoured) {
         auto slot = asio::get_associated_cancellation_slot(handler);
         Waiter waiter;
-        if constexpr (is_coroutine_handler<Handler>::value) {
+        if constexpr (Coroutine) {
             // A coroutine's own: co_spawn keeps work on its executor until
             // the coroutine returns, so the wait needs no guard of its own.
             waiter = [h = std::move(handler)](std::error_code ec) mutable {

@@ -33,7 +33,7 @@ int main() {
     try {
         cronoq::RemoteWorker<std::string, std::string> worker(options, echo);
     } catch (const cronoq::RemoteWorkerError& e) {
-        return e.code() == 3 ? 0 : 1;  // https:// without tls settings
+        return e.code() == cronoq::RemoteWorkerError::Code::InvalidArgument ? 0 : 1;  // https:// without tls settings
     }
     return 1;
 }
