@@ -66,7 +66,9 @@ HolderIdentity this_process() {
     const auto stat = read_stat("/proc/self");
     id.process_start = stat ? stat->start : unreadable;
     id.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
-    if (id.boot_id.empty() || id.boot_id.find(' ') != std::string::npos) id.boot_id = unreadable;
+    // `std::string(unreadable)`, not `= unreadable`: GCC 12 at -O3 warns
+    // (-Wrestrict) falsely on assigning the literal to a string in place.
+    if (id.boot_id.empty() || id.boot_id.find(' ') != std::string::npos) id.boot_id = std::string(unreadable);
     id.pid_namespace = pid_namespace_of_this_process();
     return id;
 }
@@ -96,7 +98,7 @@ bool parse_number(std::string_view text, Number& out) {
 HolderIdentity HolderIdentity::current() {
     static std::atomic<unsigned> instances{0};
     HolderIdentity id = this_process();
-    if (id.host.empty()) id.host = unreadable;
+    if (id.host.empty()) id.host = std::string(unreadable);  // as above
     id.instance = ++instances;
     return id;
 }
