@@ -128,7 +128,7 @@ public:
     /// `detail::Access::core(scheduler)->remote_host()`.
     std::shared_ptr<RemoteHost> remote_host();
 
-    struct State;  // defined in src/driver/scheduler_core.cpp
+    struct State;  // defined in src/driver/scheduler_state.hpp
 
 private:
     explicit SchedulerCore(std::unique_ptr<State> state);
