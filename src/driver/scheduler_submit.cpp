@@ -239,16 +239,6 @@ void submit_each(SchedulerCore::State& s, std::size_t n, Request&& request, Sche
 
 }  // namespace
 
-std::vector<SubmitResult<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_many(std::vector<TaskRequest> requests) {
-    std::vector<SubmitResult<std::shared_ptr<HandleState>>> results;
-    results.reserve(requests.size());
-    const auto sink = [](void* out, SubmitResult<std::shared_ptr<HandleState>>&& r) {
-        static_cast<std::vector<SubmitResult<std::shared_ptr<HandleState>>>*>(out)->push_back(std::move(r));
-    };
-    submit_each(*s_, requests.size(), [&](std::size_t i) -> TaskRequest& { return requests[i]; }, sink, &results);
-    return results;
-}
-
 void SchedulerCore::try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results) {
     if (s_->durable || s_->any_remote) {
         // Encoded before the mutex: every request is made whole first.

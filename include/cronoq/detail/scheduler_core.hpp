@@ -66,13 +66,11 @@ public:
     /// As try_submit, but waits in FIFO order for room under
     /// OverflowPolicy::Wait; throws SubmitException on an error.
     asio::awaitable<std::shared_ptr<HandleState>> submit(TaskRequest request);
-    /// Each request admitted or rejected on its own, under one acquisition
-    /// of the engine; results in the order of `requests`.
-    std::vector<SubmitResult<std::shared_ptr<HandleState>>> try_submit_many(std::vector<TaskRequest> requests);
-    /// The same over the typed shell's own tasks, with no vector of
-    /// requests or results in between (a batch of 100 000 would write two
-    /// more arrays of that size): `at(tasks, i)` is task `i`'s state
-    /// (consumed), each result goes to `sink(results, ...)` in order.
+    /// Each of the typed shell's `n` tasks admitted or rejected on its own,
+    /// under one acquisition of the engine, with no vector of requests or
+    /// results in between (a batch of 100 000 would write two more arrays
+    /// of that size): `at(tasks, i)` is task `i`'s state (consumed), each
+    /// result goes to `sink(results, ...)` in order.
     using RequestAt = TaskState& (*)(void* tasks, std::size_t i);
     using ResultSink = void (*)(void* results, SubmitResult<std::shared_ptr<HandleState>>&& result);
     void try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results);
