@@ -408,6 +408,15 @@ struct SchedulerCore::State {
     void on_lost(const store::LeadershipLost& lost);
     /// Mutex held: brings back what the store holds (docs/guide/durability.md "Recovery").
     void recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall);
+    /// The steps of recover(): an engine whose ids start above the marks; a
+    /// task that cannot come back ends failed in the store; a row becomes a
+    /// task and its record; the engine takes the tasks back (returns how many).
+    void start_fresh_engine(const store::HighWaterMarks& marks);
+    void fail_recovered(TaskId id, std::uint32_t attempt, std::string message, std::chrono::system_clock::time_point wall);
+    void rebuild_recovered(store::TaskRow& row, core::Time now, std::chrono::system_clock::time_point wall,
+                           std::vector<core::RestoredTask>& tasks, std::vector<std::shared_ptr<TaskRecord>>& records);
+    std::size_t restore_recovered(const std::vector<core::RestoredTask>& tasks,
+                                  std::vector<std::shared_ptr<TaskRecord>>& records, core::Time now);
     void recover_schedules(std::vector<store::RecurringRow>& rows);
     /// Registers `done` to be set once `seq` is committed (or the lead lost).
     void wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done);

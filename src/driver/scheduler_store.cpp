@@ -197,75 +197,94 @@ void SchedulerCore::State::on_leading(store::Recovered recovered) {
 }
 
 void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall) {
+    start_fresh_engine(recovered.marks);
+    std::vector<core::RestoredTask> tasks;
+    std::vector<std::shared_ptr<TaskRecord>> records;
+    for (const store::UnreadableRow& row : recovered.unreadable)
+        fail_recovered(row.id, row.attempt, "decode: " + row.why, wall);
+    for (store::TaskRow& row : recovered.tasks) rebuild_recovered(row, now, wall, tasks, records);
+    const std::size_t restored = restore_recovered(tasks, records, now);
+    log([n = restored, marks = recovered.marks, epoch = recovered.epoch] {
+        logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
+    });
+}
+
+void SchedulerCore::State::start_fresh_engine(const store::HighWaterMarks& marks) {
     // A fresh engine whose ids start above every id a previous leader may
     // have handed out. Nothing was submitted yet: open() has not returned.
     core::EngineConfig config = options.engine;
-    config.first_task_id = std::max<std::uint64_t>(recovered.marks.next_task_id, 1);
-    config.first_lease_id = std::max<std::uint64_t>(recovered.marks.next_lease_id, 1);
+    config.first_task_id = std::max<std::uint64_t>(marks.next_task_id, 1);
+    config.first_lease_id = std::max<std::uint64_t>(marks.next_lease_id, 1);
     core::Engine fresh(config);
     for (const PoolRuntime& p : pools) fresh.add_pool(p.def.engine);
     engine = std::move(fresh);
     set_engine_modes();
     durable->reserved = {0, 0};  // the first commit reserves a block above them
+}
 
+void SchedulerCore::State::fail_recovered(TaskId id, std::uint32_t attempt, std::string message,
+                                          std::chrono::system_clock::time_point wall) {
+    log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
+    store::TaskTransition t;
+    t.id = id;
+    t.status = TaskStatus::Failed;
+    t.attempt = attempt;
+    t.last_error = std::move(message);
+    t.updated_at = wall;
+    durable->batch.changes.emplace_back(std::move(t));
+}
+
+void SchedulerCore::State::rebuild_recovered(store::TaskRow& row, core::Time now,
+                                             std::chrono::system_clock::time_point wall,
+                                             std::vector<core::RestoredTask>& tasks,
+                                             std::vector<std::shared_ptr<TaskRecord>>& records) {
     const auto engine_time = [&](std::optional<store::WallTime> t) -> std::optional<core::Time> {
         if (!t) return std::nullopt;
         return core::add_saturated(now, std::chrono::duration_cast<core::Duration>(*t - wall));
     };
-    std::vector<core::RestoredTask> tasks;
-    std::vector<std::shared_ptr<TaskRecord>> records;
-    const auto fail_task = [&](TaskId id, std::uint32_t attempt, std::string message) {
-        log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
-        store::TaskTransition t;
-        t.id = id;
-        t.status = TaskStatus::Failed;
-        t.attempt = attempt;
-        t.last_error = std::move(message);
-        t.updated_at = wall;
-        durable->batch.changes.emplace_back(std::move(t));
+    const auto fail_row = [&](const store::TaskRow& failed, std::string message) {
+        fail_recovered(failed.id, failed.attempt, std::move(message), wall);
     };
-    const auto fail_row = [&](const store::TaskRow& row, std::string message) {
-        fail_task(row.id, row.attempt, std::move(message));
-    };
-    for (const store::UnreadableRow& row : recovered.unreadable) fail_task(row.id, row.attempt, "decode: " + row.why);
-    for (store::TaskRow& row : recovered.tasks) {
-        TaskRequest r;
-        try {
-            r = decode_options(row.options);
-            r.payload = durable->codec.decode_payload(row.payload);
-        } catch (const std::exception& e) {
-            if (!is_terminal(row.status)) fail_row(row, std::string("decode: ") + e.what());
-            continue;
-        }
-        r.pool = row.pool;
-        r.kind = row.kind;
-        r.key = row.key;
-        core::TaskSpec spec;
-        if (auto failure = to_spec(r, now, wall, spec)) {
-            if (!is_terminal(row.status))
-                fail_row(row, failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
-                                                                          : failure->second);
-            continue;
-        }
-        std::shared_ptr<const void> output;
-        if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
-            try {
-                output = durable->codec.decode_output(*row.output);
-            } catch (const std::exception&) {
-                // The task succeeded; only its kept output is unreadable.
-            }
-        }
-        // A remote pool's leases carry the same codec<P> bytes as the row.
-        auto record = make_record(spec.pool, std::move(r), wall, &row.payload);
-        if (record->keyed()) relative_to_submission(*record->more, row.submitted_at);  // for a retry
-        record->assign_id(row.id);
-        record->set_status(row.status);
-        if (is_terminal(row.status)) record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
-        spec.user = to_user(record.get());
-        tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
-                                           row.last_error});
-        records.push_back(std::move(record));
+    TaskRequest r;
+    try {
+        r = decode_options(row.options);
+        r.payload = durable->codec.decode_payload(row.payload);
+    } catch (const std::exception& e) {
+        if (!is_terminal(row.status)) fail_row(row, std::string("decode: ") + e.what());
+        return;
     }
+    r.pool = row.pool;
+    r.kind = row.kind;
+    r.key = row.key;
+    core::TaskSpec spec;
+    if (auto failure = to_spec(r, now, wall, spec)) {
+        if (!is_terminal(row.status))
+            fail_row(row, failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
+                                                                      : failure->second);
+        return;
+    }
+    std::shared_ptr<const void> output;
+    if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
+        try {
+            output = durable->codec.decode_output(*row.output);
+        } catch (const std::exception&) {
+            // The task succeeded; only its kept output is unreadable.
+        }
+    }
+    // A remote pool's leases carry the same codec<P> bytes as the row.
+    auto record = make_record(spec.pool, std::move(r), wall, &row.payload);
+    if (record->keyed()) relative_to_submission(*record->more, row.submitted_at);  // for a retry
+    record->assign_id(row.id);
+    record->set_status(row.status);
+    if (is_terminal(row.status)) record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
+    spec.user = to_user(record.get());
+    tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
+                                       row.last_error});
+    records.push_back(std::move(record));
+}
+
+std::size_t SchedulerCore::State::restore_recovered(const std::vector<core::RestoredTask>& tasks,
+                                                    std::vector<std::shared_ptr<TaskRecord>>& records, core::Time now) {
     auto results = engine.restore(tasks, now);
     for (std::size_t i = 0; i < results.size(); ++i) {
         if (!results[i]) {
@@ -281,9 +300,7 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
             release(*records[i]);
         }
     }
-    log([n = results.size(), marks = recovered.marks, epoch = recovered.epoch] {
-        logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
-    });
+    return results.size();
 }
 
 void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& rows) {

@@ -222,90 +222,108 @@ private:
         }
     }
 
+    /// What one stream keeps between events.
+    struct StreamState {
+        std::uint64_t connection = 0;
+        StreamEnd end;
+        std::chrono::nanoseconds ttl = std::chrono::seconds(30);
+        Clock::time_point next_heartbeat = Clock::time_point::max();
+        Clock::time_point drain_deadline = Clock::time_point::max();
+        bool stopping = false;
+    };
+
     /// One stream, from register to its end.
     asio::awaitable<StreamEnd> serve_stream() {
         const std::uint64_t connection = ++connection_;
-        StreamEnd end;
-        std::chrono::nanoseconds ttl = std::chrono::seconds(30);
-        auto next_heartbeat = Clock::time_point::max();
-        auto drain_deadline = Clock::time_point::max();
-        bool stopping = false;
+        StreamState s;
+        s.connection = connection;
         {
             RegisterMessage message{WorkerRegistration{options_.pool, options_.slots, options_.name, options_.labels}};
             stream_ = ClientStream::open(channel_, options_.token, std::move(message), [inbox = inbox_, connection](ServerEvent e) {
                 inbox->push(FromStream{connection, std::move(e)});
             });
         }
-        auto close_if_drained = [&] {
-            if (stopping && running_.empty()) stream_->close();
-        };
         for (;;) {
-            auto event = co_await inbox_->next(std::min(next_heartbeat, drain_deadline));
+            auto event = co_await inbox_->next(std::min(s.next_heartbeat, s.drain_deadline));
             const auto now = Clock::now();
             if (!event) {
-                if (now >= drain_deadline) {
-                    // The drain ran out: cancel the rest; closing the stream
-                    // fails their leases as retryable on the server.
-                    cancel_running();
-                    stream_->close();
-                    drain_deadline = Clock::time_point::max();
-                }
-                if (now >= next_heartbeat) {
-                    for (const auto& [lease, state] : running_) stream_->send(RemoteReport{lease, RemoteReport::Heartbeat{}});
-                    next_heartbeat = after(now, ttl / 3);
-                }
+                on_stream_timer(s, now);
                 continue;
             }
             if (auto* done = std::get_if<HandlerDone>(&*event)) {
                 --handlers_alive_;
                 if (done->connection == connection && running_.erase(done->lease) > 0) {
                     stream_->send(report_of(done->lease, std::move(done->outcome)));
-                    close_if_drained();
+                    close_if_drained(s);
                 }
             } else if (auto* beat = std::get_if<HeartbeatWanted>(&*event)) {
                 if (beat->connection == connection && running_.count(beat->lease))
                     stream_->send(RemoteReport{beat->lease, RemoteReport::Heartbeat{}});
             } else if (std::holds_alternative<StopRequested>(*event)) {
-                stopping = true;
-                if (end.registered) stream_->send(WorkerSlots{0});
-                drain_deadline = after(now, options_.drain_timeout);
-                close_if_drained();
+                s.stopping = true;
+                if (s.end.registered) stream_->send(WorkerSlots{0});
+                s.drain_deadline = after(now, options_.drain_timeout);
+                close_if_drained(s);
             } else if (auto* from = std::get_if<FromStream>(&*event); from && from->connection == connection) {
-                auto& e = from->event;
-                if (auto* reg = std::get_if<WorkerRegistered>(&e)) {
-                    end.registered = true;
-                    ttl = std::max(reg->lease_ttl, std::chrono::nanoseconds(std::chrono::milliseconds(3)));
-                    granted_ = reg->slots;
-                    next_heartbeat = after(now, ttl / 3);
-                } else if (auto* lease = std::get_if<RemoteLeaseOut>(&e)) {
-                    if (stopping || running_.size() >= granted_.load(std::memory_order_relaxed)) {
-                        // More than granted (or after stop()): give it back unrun.
-                        stream_->send(RemoteReport{lease->lease, RemoteReport::Nack{
-                            stopping ? "the worker is stopping" : "the worker runs all its granted slots"}});
-                    } else {
-                        start_handler(std::move(*lease), connection, ttl);
-                    }
-                } else if (auto* abort = std::get_if<WorkerAbort>(&e)) {
-                    if (auto it = running_.find(abort->lease); it != running_.end()) {
-                        auto state = std::move(it->second);
-                        running_.erase(it);  // its slot is free at once; its outcome is dropped
-                        state->cancel.cancel();
-                        close_if_drained();
-                    }
-                } else if (auto* shutdown = std::get_if<WorkerShutdown>(&e)) {
-                    end.not_leader = shutdown->not_leader;  // the server ends the stream next
-                } else if (auto* slots = std::get_if<WorkerSlots>(&e)) {
-                    granted_ = slots->slots;
-                } else if (auto* closed = std::get_if<StreamClosed>(&e)) {
-                    cancel_running();  // the server failed their leases
-                    granted_ = 0;
-                    stream_.reset();
-                    end.code = closed->code;
-                    end.message = closed->message;
-                    co_return end;
-                }
+                if (on_server_event(s, from->event, now)) co_return s.end;
             }
         }
+    }
+
+    void close_if_drained(const StreamState& s) {
+        if (s.stopping && running_.empty()) stream_->close();
+    }
+
+    /// No event before the earlier of the drain deadline and the next heartbeat.
+    void on_stream_timer(StreamState& s, Clock::time_point now) {
+        if (now >= s.drain_deadline) {
+            // The drain ran out: cancel the rest; closing the stream
+            // fails their leases as retryable on the server.
+            cancel_running();
+            stream_->close();
+            s.drain_deadline = Clock::time_point::max();
+        }
+        if (now >= s.next_heartbeat) {
+            for (const auto& [lease, state] : running_) stream_->send(RemoteReport{lease, RemoteReport::Heartbeat{}});
+            s.next_heartbeat = after(now, s.ttl / 3);
+        }
+    }
+
+    /// What the server sent on this stream; true when the stream closed.
+    bool on_server_event(StreamState& s, ServerEvent& e, Clock::time_point now) {
+        if (auto* reg = std::get_if<WorkerRegistered>(&e)) {
+            s.end.registered = true;
+            s.ttl = std::max(reg->lease_ttl, std::chrono::nanoseconds(std::chrono::milliseconds(3)));
+            granted_ = reg->slots;
+            s.next_heartbeat = after(now, s.ttl / 3);
+        } else if (auto* lease = std::get_if<RemoteLeaseOut>(&e)) {
+            if (s.stopping || running_.size() >= granted_.load(std::memory_order_relaxed)) {
+                // More than granted (or after stop()): give it back unrun.
+                stream_->send(RemoteReport{lease->lease, RemoteReport::Nack{
+                    s.stopping ? "the worker is stopping" : "the worker runs all its granted slots"}});
+            } else {
+                start_handler(std::move(*lease), s.connection, s.ttl);
+            }
+        } else if (auto* abort = std::get_if<WorkerAbort>(&e)) {
+            if (auto it = running_.find(abort->lease); it != running_.end()) {
+                auto state = std::move(it->second);
+                running_.erase(it);  // its slot is free at once; its outcome is dropped
+                state->cancel.cancel();
+                close_if_drained(s);
+            }
+        } else if (auto* shutdown = std::get_if<WorkerShutdown>(&e)) {
+            s.end.not_leader = shutdown->not_leader;  // the server ends the stream next
+        } else if (auto* slots = std::get_if<WorkerSlots>(&e)) {
+            granted_ = slots->slots;
+        } else if (auto* closed = std::get_if<StreamClosed>(&e)) {
+            cancel_running();  // the server failed their leases
+            granted_ = 0;
+            stream_.reset();
+            s.end.code = closed->code;
+            s.end.message = closed->message;
+            return true;
+        }
+        return false;
     }
 
     void start_handler(RemoteLeaseOut lease, std::uint64_t connection, std::chrono::nanoseconds ttl) {

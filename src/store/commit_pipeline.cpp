@@ -180,97 +180,121 @@ void CommitPipeline::record_commit(nanoseconds latency, std::size_t changes) {
     latency_next_ = (latency_next_ + 1) % latency_window;
 }
 
-void CommitPipeline::lead_loop(std::uint64_t epoch) {
-    const nanoseconds lease = config_.leader_lease;
+CommitPipeline::LeadPace CommitPipeline::start_pace() const {
+    LeadPace pace;
+    pace.lease = config_.leader_lease;
     // Bounded so that steady-clock deadlines cannot overflow with a huge lease.
-    const nanoseconds renew_every = std::min<nanoseconds>(lease / 3, std::chrono::hours(1));
+    pace.renew_every = std::min<nanoseconds>(pace.lease / 3, std::chrono::hours(1));
     // Pruned in chunks at this pace, so a large backlog goes over time.
-    const nanoseconds prune_every = std::clamp<nanoseconds>(config_.keep_finished / 10, std::chrono::seconds(1),
-                                                             std::chrono::minutes(1));
-    steady_clock::time_point last_renewal = steady_clock::now();
-    steady_clock::time_point next_prune = steady_clock::now();
-    std::optional<steady_clock::time_point> failing_since;
-    nanoseconds backoff = std::chrono::milliseconds(2);
+    pace.prune_every = std::clamp<nanoseconds>(config_.keep_finished / 10, std::chrono::seconds(1),
+                                               std::chrono::minutes(1));
+    pace.last_renewal = steady_clock::now();
+    pace.next_prune = steady_clock::now();
+    pace.backoff = std::chrono::milliseconds(2);
+    return pace;
+}
 
+Transaction CommitPipeline::make_transaction(std::uint64_t epoch, const std::vector<Queued>& group, bool pruning,
+                                             bool releasing, std::size_t& changes) const {
+    Transaction transaction;
+    transaction.epoch = epoch;
+    transaction.batches.reserve(group.size());
+    for (const Queued& queued : group) {
+        changes += queued.batch.changes.size();
+        transaction.batches.push_back(&queued.batch);
+    }
+    if (pruning) {
+        transaction.prune_before = age_cutoff(system_clock::now(), config_.keep_finished);
+        transaction.prune_limit = prune_chunk;
+    }
+    transaction.give_up = releasing;
+    return transaction;
+}
+
+bool CommitPipeline::retry_failed_commit(const StoreError& error, LeadPace& pace, steady_clock::time_point start,
+                                         Transaction& transaction, std::vector<Queued>& group, std::size_t batches,
+                                         std::size_t changes) {
+    if (error.kind() == StoreErrorKind::Fenced) {
+        lose(LostReason::Fenced, error.what());
+        return false;
+    }
+    if (!pace.failing_since) pace.failing_since = start;
+    transaction.batches.clear();
+    put_back(std::move(group));
+    {
+        std::lock_guard lock(mutex_);
+        ++failed_commits_;
+    }
+    if (handlers_.on_commit) {
+        CommitReport report;
+        report.committed = committed_;
+        report.batches = batches;
+        report.changes = changes;
+        report.error = error;
+        report.failing_since = pace.failing_since;
+        handlers_.on_commit(report);
+    }
+    if (steady_clock::now() - *pace.failing_since >= pace.lease) {
+        lose(LostReason::Failed,
+             std::string("commits to the store failed for the whole leader lease: ") + error.what());
+        return false;
+    }
+    // Not cut short by release(): a release retries like any commit.
+    std::this_thread::sleep_for(pace.backoff);
+    pace.backoff =
+        std::min<nanoseconds>(pace.backoff * 2, std::max<nanoseconds>(pace.lease / 4, std::chrono::milliseconds(1)));
+    return true;
+}
+
+void CommitPipeline::report_commit(LeadPace& pace, steady_clock::time_point start, bool pruning, std::size_t pruned,
+                                   const std::vector<Queued>& group, std::size_t batches, std::size_t changes,
+                                   Sequence last) {
+    const steady_clock::time_point end = steady_clock::now();
+    pace.last_renewal = start;
+    pace.failing_since.reset();
+    pace.backoff = std::chrono::milliseconds(2);
+    if (pruning) pace.next_prune = end + (pruned == prune_chunk ? nanoseconds(0) : pace.prune_every);
+    if (!group.empty()) {
+        record_commit(end - start, changes);
+        committed_ = last;
+        if (handlers_.on_commit) {
+            CommitReport report;
+            report.committed = last;
+            report.batches = batches;
+            report.changes = changes;
+            handlers_.on_commit(report);
+        }
+    }
+}
+
+void CommitPipeline::lead_loop(std::uint64_t epoch) {
+    LeadPace pace = start_pace();
     for (;;) {
         std::vector<Queued> group;
         bool releasing = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_until(lock, std::min(last_renewal + renew_every, next_prune),
+            wake_.wait_until(lock, std::min(pace.last_renewal + pace.renew_every, pace.next_prune),
                              [&] { return !queue_.empty() || release_requested_; });
             group = take_group();
             releasing = release_requested_ && queue_.empty();
         }
         const steady_clock::time_point start = steady_clock::now();
-        const bool pruning = group.empty() && !releasing && start >= next_prune;
-        if (group.empty() && !releasing && !pruning && start < last_renewal + renew_every) continue;
+        const bool pruning = group.empty() && !releasing && start >= pace.next_prune;
+        if (group.empty() && !releasing && !pruning && start < pace.last_renewal + pace.renew_every) continue;
 
-        Transaction transaction;
-        transaction.epoch = epoch;
         std::size_t changes = 0;
-        transaction.batches.reserve(group.size());
-        for (const Queued& queued : group) {
-            changes += queued.batch.changes.size();
-            transaction.batches.push_back(&queued.batch);
-        }
-        if (pruning) {
-            transaction.prune_before = age_cutoff(system_clock::now(), config_.keep_finished);
-            transaction.prune_limit = prune_chunk;
-        }
-        transaction.give_up = releasing;
+        Transaction transaction = make_transaction(epoch, group, pruning, releasing, changes);
         const std::size_t batches = group.size();
         const Sequence last = group.empty() ? 0 : group.back().sequence;
         std::size_t pruned = 0;
         try {
             pruned = backend_.commit(transaction);
         } catch (const StoreError& error) {
-            if (error.kind() == StoreErrorKind::Fenced) {
-                lose(LostReason::Fenced, error.what());
-                return;
-            }
-            if (!failing_since) failing_since = start;
-            transaction.batches.clear();
-            put_back(std::move(group));
-            {
-                std::lock_guard lock(mutex_);
-                ++failed_commits_;
-            }
-            if (handlers_.on_commit) {
-                CommitReport report;
-                report.committed = committed_;
-                report.batches = batches;
-                report.changes = changes;
-                report.error = error;
-                report.failing_since = failing_since;
-                handlers_.on_commit(report);
-            }
-            if (steady_clock::now() - *failing_since >= lease) {
-                lose(LostReason::Failed,
-                     std::string("commits to the store failed for the whole leader lease: ") + error.what());
-                return;
-            }
-            // Not cut short by release(): a release retries like any commit.
-            std::this_thread::sleep_for(backoff);
-            backoff = std::min<nanoseconds>(backoff * 2, std::max<nanoseconds>(lease / 4, std::chrono::milliseconds(1)));
+            if (!retry_failed_commit(error, pace, start, transaction, group, batches, changes)) return;
             continue;
         }
-        const steady_clock::time_point end = steady_clock::now();
-        last_renewal = start;
-        failing_since.reset();
-        backoff = std::chrono::milliseconds(2);
-        if (pruning) next_prune = end + (pruned == prune_chunk ? nanoseconds(0) : prune_every);
-        if (!group.empty()) {
-            record_commit(end - start, changes);
-            committed_ = last;
-            if (handlers_.on_commit) {
-                CommitReport report;
-                report.committed = last;
-                report.batches = batches;
-                report.changes = changes;
-                handlers_.on_commit(report);
-            }
-        }
+        report_commit(pace, start, pruning, pruned, group, batches, changes, last);
         if (releasing) {
             lose(LostReason::Released, "leadership of " + backend_.name() + " released");
             return;

@@ -105,6 +105,28 @@ private:
     void run();
     std::optional<std::uint64_t> wait_to_lead();
     void lead_loop(std::uint64_t epoch);
+    /// The lead loop's clocks and backoff, on the store's thread only.
+    struct LeadPace {
+        std::chrono::nanoseconds lease{0};
+        std::chrono::nanoseconds renew_every{0};
+        std::chrono::nanoseconds prune_every{0};
+        std::chrono::steady_clock::time_point last_renewal;
+        std::chrono::steady_clock::time_point next_prune;
+        std::optional<std::chrono::steady_clock::time_point> failing_since;
+        std::chrono::nanoseconds backoff{0};
+    };
+    LeadPace start_pace() const;
+    /// One transaction for `group`; adds its changes to `changes`.
+    Transaction make_transaction(std::uint64_t epoch, const std::vector<Queued>& group, bool pruning, bool releasing,
+                                 std::size_t& changes) const;
+    /// After a failed commit: puts the group back, reports, and backs off;
+    /// false when the lead is lost (fenced, or failing for the whole lease).
+    bool retry_failed_commit(const StoreError& error, LeadPace& pace, std::chrono::steady_clock::time_point start,
+                             Transaction& transaction, std::vector<Queued>& group, std::size_t batches,
+                             std::size_t changes);
+    /// After a commit: renews the pace, records the figures, reports.
+    void report_commit(LeadPace& pace, std::chrono::steady_clock::time_point start, bool pruning, std::size_t pruned,
+                       const std::vector<Queued>& group, std::size_t batches, std::size_t changes, Sequence last);
     /// Takes queued batches, in order, for one transaction (under mutex_).
     std::vector<Queued> take_group();
     void put_back(std::vector<Queued> group);
