@@ -385,10 +385,7 @@ TEST(DurableScheduler, RowsOfAnUnknownPoolOrThatCannotBeDecodedEndFailedWithoutS
         auto sched = Durable::builder()
                          .threads(1)
                          .pool(echo_pool())
-                         .pool(Pool<std::string, std::string>("q").executor_fn(
-                             [](TaskContext, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
-                                 co_return *s;
-                             }))
+                         .pool(test::identity_pool("q"))
                          .store(test::open_store(file))
                          .open();
         elsewhere = sched.submit(Task<std::string>("q-task").pool("q").start_in(1h)).id();

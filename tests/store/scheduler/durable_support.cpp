@@ -14,6 +14,13 @@ void say(const std::string& line) {
     [[maybe_unused]] const auto n = ::write(STDOUT_FILENO, out.data(), out.size());
 }
 
+Pool<std::string, std::string> identity_pool(std::string name) {
+    return Pool<std::string, std::string>(std::move(name))
+        .executor_fn([](TaskContext, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
+            co_return *s;
+        });
+}
+
 Pool<std::string, std::string> gated_pool(std::shared_future<void> gate, std::size_t workers) {
     return Pool<std::string, std::string>("p").workers(workers, workers, workers).executor_fn(
         [gate](TaskContext ctx, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {

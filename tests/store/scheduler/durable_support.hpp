@@ -99,6 +99,9 @@ void say(const std::string& line);
 /// over changes nothing of what it recovered until the test opens it.
 Pool<std::string, std::string> gated_pool(std::shared_future<void> gate, std::size_t workers);
 
+/// A pool named `name` whose attempts return their payload.
+Pool<std::string, std::string> identity_pool(std::string name);
+
 /// What a `lead` child acknowledged, from its lines ("A <id> <key>"), and
 /// its last line ("X ...") once a submission failed.
 struct Acks {
