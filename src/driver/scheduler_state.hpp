@@ -420,6 +420,10 @@ struct SchedulerCore::State {
     void recover_schedules(std::vector<store::RecurringRow>& rows);
     /// Registers `done` to be set once `seq` is committed (or the lead lost).
     void wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done);
+    /// No mutex: waits until every change enqueued so far is committed;
+    /// false when the lead ended first (`flush`, and `open` for what the
+    /// recovery wrote). The caller keeps the state alive.
+    asio::awaitable<bool> commit_enqueued();
 
     // ---- recurring schedules (mutex held) -------------------------------------------
     void on_recurring_due();

@@ -242,15 +242,12 @@ void SchedulerCore::State::rebuild_recovered(store::TaskRow& row, core::Time now
         if (!t) return std::nullopt;
         return core::add_saturated(now, std::chrono::duration_cast<core::Duration>(*t - wall));
     };
-    const auto fail_row = [&](const store::TaskRow& failed, std::string message) {
-        fail_recovered(failed.id, failed.attempt, std::move(message), wall);
-    };
     TaskRequest r;
     try {
         r = decode_options(row.options);
         r.payload = durable->codec.decode_payload(row.payload);
     } catch (const std::exception& e) {
-        if (!is_terminal(row.status)) fail_row(row, std::string("decode: ") + e.what());
+        if (!is_terminal(row.status)) fail_recovered(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
         return;
     }
     r.pool = row.pool;
@@ -259,8 +256,10 @@ void SchedulerCore::State::rebuild_recovered(store::TaskRow& row, core::Time now
     core::TaskSpec spec;
     if (auto failure = to_spec(r, now, wall, spec)) {
         if (!is_terminal(row.status))
-            fail_row(row, failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
-                                                                      : failure->second);
+            fail_recovered(row.id, row.attempt,
+                           failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
+                                                                      : failure->second,
+                           wall);
         return;
     }
     std::shared_ptr<const void> output;
@@ -364,34 +363,33 @@ asio::awaitable<void> SchedulerCore::open() {
     // lost) is committed before open returns, so that `find` and the
     // store's rows show it from then on (docs/store.md, "The scheduler
     // with a store"). Nothing to wait for when it wrote nothing.
-    store::Sequence recovery = 0;
-    {
-        State::Read read(*s_);
-        recovery = d.enqueued;
-    }
-    auto committed = WaitList::create();
-    s_->wait_commit(recovery, committed);
-    co_await committed->async_wait(asio::use_awaitable);
+    const bool committed = co_await s_->commit_enqueued();
     std::lock_guard lock(s_->deliver_mu);
     if (d.open_error) throw *d.open_error;
-    if (recovery > d.committed)
+    if (!committed)
         throw StoreError(StoreErrorKind::Fenced, "leadership lost before the recovery was committed: " + d.lost.value_or(""));
 }
 
 asio::awaitable<void> SchedulerCore::flush() {
     if (!s_->durable) co_return;
     auto self = shared_from_this();
+    const bool committed = co_await s_->commit_enqueued();
+    std::lock_guard lock(s_->deliver_mu);
+    if (!committed)
+        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->durable->lost.value_or(""));
+}
+
+asio::awaitable<bool> SchedulerCore::State::commit_enqueued() {
     store::Sequence seq = 0;
     {
-        State::Read read(*s_);
-        seq = s_->durable->enqueued;
+        Read read(*this);
+        seq = durable->enqueued;
     }
     auto done = WaitList::create();
-    s_->wait_commit(seq, done);
+    wait_commit(seq, done);
     co_await done->async_wait(asio::use_awaitable);
-    std::lock_guard lock(s_->deliver_mu);
-    if (seq > s_->durable->committed)
-        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->durable->lost.value_or(""));
+    std::lock_guard lock(deliver_mu);
+    co_return seq <= durable->committed;
 }
 
 asio::awaitable<void> SchedulerCore::leadership_lost() {
