@@ -1,6 +1,6 @@
 #pragma once
 // with_cancellation: run an executor's work until it ends or the attempt is
-// cancelled, whichever comes first (docs/design.md, "Cancellation").
+// cancelled, whichever comes first (docs/guide/executors.md, "Cancellation").
 #include <cronoq/result.hpp>
 #include <cronoq/task_context.hpp>
 #include <cronoq/task_error.hpp>
@@ -14,17 +14,29 @@
 
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 namespace cronoq {
 
 namespace detail {
 
+// What a work's coroutine leaves in the race: its value, or a placeholder
+// for work with none, so that one race serves both.
+template <class T>
+using held_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
 // co_spawn needs a default-constructible result; std::optional gives one for
 // any T, so the work's own type needs nothing.
 template <class T>
-asio::awaitable<std::optional<T>> hold_result(asio::awaitable<T> work) {
-    co_return co_await std::move(work);
+asio::awaitable<std::optional<held_t<T>>> hold_result(asio::awaitable<T> work) {
+    if constexpr (std::is_void_v<T>) {
+        co_await std::move(work);
+        co_return std::monostate{};
+    } else {
+        co_return co_await std::move(work);
+    }
 }
 
 }  // namespace detail
@@ -55,6 +67,8 @@ asio::awaitable<std::optional<T>> hold_result(asio::awaitable<T> work) {
 ///     auto fetched = co_await cronoq::with_cancellation(ctx, fetch(url));
 ///     if (!fetched) co_return fetched.error();   // the attempt was cancelled
 ///     co_return parse(fetched.value());
+///
+/// Work with no value (`asio::awaitable<void>`) gives a `Result<void>`.
 template <class T>
 asio::awaitable<Result<T>> with_cancellation(TaskContext ctx, asio::awaitable<T> work) {
     auto executor = co_await asio::this_coro::executor;
@@ -67,26 +81,12 @@ asio::awaitable<Result<T>> with_cancellation(TaskContext ctx, asio::awaitable<T>
         co_await std::move(group).async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
     if (order[0] == 0) {
         if (work_error) std::rethrow_exception(work_error);
-        co_return Result<T>(std::move(*value));
+        if constexpr (std::is_void_v<T>)
+            co_return Result<void>{};
+        else
+            co_return Result<T>(std::move(*value));
     }
     if (cancel_error) std::rethrow_exception(cancel_error);  // the awaiting coroutine was cancelled
-    co_return TaskError::cancelled();
-}
-
-/// `with_cancellation` for work with no value: an empty `Result<void>` when
-/// `work` ended first, `TaskError::cancelled()` when the attempt was
-/// cancelled first. Same completion, errors and cancellation as above.
-inline asio::awaitable<Result<void>> with_cancellation(TaskContext ctx, asio::awaitable<void> work) {
-    auto executor = co_await asio::this_coro::executor;
-    auto group = asio::experimental::make_parallel_group(asio::co_spawn(executor, std::move(work), asio::experimental::deferred),
-                                                         asio::co_spawn(executor, ctx.cancelled(), asio::experimental::deferred));
-    auto [order, work_error, cancel_error] =
-        co_await std::move(group).async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
-    if (order[0] == 0) {
-        if (work_error) std::rethrow_exception(work_error);
-        co_return Result<void>{};
-    }
-    if (cancel_error) std::rethrow_exception(cancel_error);
     co_return TaskError::cancelled();
 }
 
