@@ -2,7 +2,7 @@
 // An open-addressing map from 64-bit ids to 32-bit slot indices. Ids are
 // never 0, so 0 marks an empty bucket. Linear probing with backward-shift
 // deletion: no tombstones, no allocation per entry.
-#include "large_allocator.hpp"
+#include "runtime/large_allocator.hpp"
 
 #include <cstddef>
 #include <cstdint>

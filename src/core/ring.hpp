@@ -1,6 +1,6 @@
 #pragma once
 // A growable FIFO ring buffer: amortised O(1) push and pop, storage reused.
-#include "large_allocator.hpp"
+#include "runtime/large_allocator.hpp"
 
 #include <cstddef>
 #include <vector>

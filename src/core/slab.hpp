@@ -4,7 +4,7 @@
 // fields) take an index here instead of a field in every slot. Freed
 // entries are reused last-in first-out, so the one just released (still in
 // cache) is the next one handed out; after warm-up nothing allocates.
-#include "large_allocator.hpp"
+#include "runtime/large_allocator.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -13,6 +13,8 @@
 #include <cronoq/ids.hpp>
 #include <cronoq/task_context.hpp>
 
+#include "runtime/prefetch.hpp"
+
 #include <asio/cancellation_signal.hpp>
 
 #include <chrono>
@@ -103,11 +105,7 @@ inline TaskRecord* from_user(std::uint64_t u) { return reinterpret_cast<TaskReco
 /// reference counts, the references, the status) and what its start reads
 /// (the payload); changes nothing.
 inline void prefetch_for_dispatch(const TaskRecord* r) noexcept {
-    const auto* bytes = reinterpret_cast<const char*>(r);
-    // The shared count, just before the record in libstdc++'s control block
-    // (a vtable pointer and two counts); with another layout, a line loaded
-    // for nothing.
-    __builtin_prefetch(bytes - 16);
+    runtime::prefetch_shared_count(r);
     __builtin_prefetch(&r->payload);
     __builtin_prefetch(&r->engine_ref, 1);
     r->prefetch_status();

@@ -9,7 +9,7 @@
 #include <cronoq/logging.hpp>
 #include <cronoq/snapshot.hpp>
 
-#include "asio_internals.hpp"
+#include "runtime/asio_internals.hpp"
 #include "event_queue.hpp"
 #include "scheduler_state.hpp"
 

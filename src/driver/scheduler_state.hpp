@@ -19,7 +19,7 @@
 #include <cronoq/clock.hpp>
 #include <cronoq/core/engine.hpp>
 #include <cronoq/detail/erased.hpp>
-#include <cronoq/detail/light_mutex.hpp>
+#include <cronoq/detail/runtime/light_mutex.hpp>
 #include <cronoq/detail/remote_host.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/detail/unique_function.hpp>
@@ -29,7 +29,7 @@
 #include <cronoq/store/store.hpp>
 
 #include "attempt_state.hpp"
-#include "block_pool.hpp"
+#include "runtime/block_pool.hpp"
 #include "blocking_pool.hpp"
 #include "recurring.hpp"
 
@@ -239,7 +239,7 @@ struct SchedulerCore::State {
     std::map<std::string, Schedule, std::less<>> schedules;
     RecordLink held_records;        // every record whose engine_ref is set
     // Where records and attempts are made (under `mu`): freed blocks are
-    // kept for reuse, up to a bound (block_pool.hpp).
+    // kept for reuse, up to a bound (runtime/block_pool.hpp).
     OwnedPool record_blocks{shared_block_size<TaskRecord>};
     OwnedPool attempt_blocks{shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).

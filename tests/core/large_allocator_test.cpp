@@ -2,7 +2,7 @@
 // blocks of 2 MiB and more on a huge-page boundary (where it maps them:
 // Linux, not under AddressSanitizer), and both plain memory that keeps what
 // is written through growth and shrinking.
-#include "core/large_allocator.hpp"
+#include "core/runtime/large_allocator.hpp"
 #include "core/ring.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// What cronoq reads from Asio's internals (driver/asio_internals.hpp) and
+// What cronoq reads from Asio's internals (driver/runtime/asio_internals.hpp) and
 // how it tells a coroutine's wait (detail/wait_list.hpp): these fail, to
 // compile or to pass, if Asio moves, renames or changes what they rely on.
-#include "driver/asio_internals.hpp"
+#include "driver/runtime/asio_internals.hpp"
 
 #include <cronoq/detail/wait_list.hpp>
 

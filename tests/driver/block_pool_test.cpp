@@ -1,5 +1,5 @@
-// The recycled blocks behind task records and attempts (src/driver/block_pool.hpp).
-#include "driver/block_pool.hpp"
+// The recycled blocks behind task records and attempts (src/driver/runtime/block_pool.hpp).
+#include "driver/runtime/block_pool.hpp"
 
 #include <gtest/gtest.h>
 

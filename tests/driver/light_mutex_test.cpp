@@ -1,7 +1,7 @@
 // The driver's mutex for short critical sections (detail/light_mutex.hpp).
 // Under ThreadSanitizer (the driver label) a lock that does not exclude, or
 // whose unlock does not publish, is reported as a data race here.
-#include <cronoq/detail/light_mutex.hpp>
+#include <cronoq/detail/runtime/light_mutex.hpp>
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 // (detail/wait_list.hpp, ResumeInPlace).
 #include "driver_harness.hpp"
 
-#include <cronoq/detail/resume_in_place.hpp>
+#include <cronoq/detail/runtime/resume_in_place.hpp>
 #include <cronoq/diagnostics.hpp>
 
 #include <gtest/gtest.h>

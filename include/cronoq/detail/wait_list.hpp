@@ -8,8 +8,8 @@
 // executor (a coroutine's deferred, any other handler's posted), never run
 // inline, except where the driver owns the thread and asks for it (see
 // `ResumeInPlace`). Thread-safe.
-#include <cronoq/detail/light_mutex.hpp>
-#include <cronoq/detail/resume_in_place.hpp>
+#include <cronoq/detail/runtime/light_mutex.hpp>
+#include <cronoq/detail/runtime/resume_in_place.hpp>
 #include <cronoq/detail/unique_function.hpp>
 
 #include <asio/associated_cancellation_slot.hpp>
