@@ -134,7 +134,9 @@ std::optional<HolderIdentity> HolderIdentity::parse(std::string_view text) {
 
 bool holder_has_ended(std::string_view holder) {
     const auto id = HolderIdentity::parse(holder);
-    const HolderIdentity self = this_process();
+    // What this process compares against stays the same for its life (host,
+    // boot, pid namespace): read once, not at every look of a standby.
+    static const HolderIdentity self = this_process();
     if (!id || id->host == unreadable || id->host != self.host) return false;
     if (id->boot_id == unreadable || self.boot_id == unreadable) return false;
     // The host booted again since: every process of the earlier boot ended.

@@ -38,6 +38,7 @@
 #include <cronoq/diagnostics.hpp>
 
 #include "alloc_counter.hpp"
+#include "bench_support.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -79,7 +80,7 @@ constexpr int warmup_batches = 101;
 constexpr int throughput_tasks = 100000;
 // A multi-threaded batch not done by then is taken for a hang: the run ends
 // with a message instead of blocking (CI runs these benchmarks).
-constexpr auto hang_limit = 120s;
+constexpr std::chrono::seconds hang_limit = 120s;
 
 asio::awaitable<cronoq::Result<int>> echo(cronoq::TaskContext, std::shared_ptr<const int> x) { co_return *x; }
 
@@ -89,8 +90,8 @@ Sched make_scheduler(asio::io_context& io, std::size_t workers) {
         .build(io.get_executor());
 }
 
-// Sum of 0..n-1: what every batch must add up to.
-constexpr std::int64_t expected_sum(int n) { return static_cast<std::int64_t>(n) * (n - 1) / 2; }
+using cronoq_bench::expected_sum;
+using cronoq_bench::Runners;
 
 template <class S>
 void shut_down(asio::io_context& io, S& sched) {
@@ -121,43 +122,13 @@ struct AllocationsSince {
 
 template <class T>
 void wait_or_abort(std::future<T>& f, const char* what) {
-    if (f.wait_for(hang_limit) == std::future_status::ready) return;
-    std::fprintf(stderr, "%s: not done after %lld s, taken for a hang\n", what,
-                 static_cast<long long>(std::chrono::seconds(hang_limit).count()));
-    std::_Exit(EXIT_FAILURE);  // the io_context threads are stuck: no orderly teardown is possible
+    cronoq_bench::wait_or_abort(f, what, hang_limit);
 }
 
-// Empty if the batch's sum is right, else what went wrong.
+// Empty if the batch of `n` tasks adds up, else what went wrong.
 std::string check_sum(std::future<std::int64_t>& done, int n, const char* what) {
-    wait_or_abort(done, what);
-    try {
-        const std::int64_t sum = done.get();
-        if (sum == expected_sum(n)) return {};
-        return std::string(what) + ": wrong sum " + std::to_string(sum);
-    } catch (const std::exception& e) {
-        return std::string(what) + ": " + e.what();
-    }
+    return cronoq_bench::check_sum(done, expected_sum(n), what, hang_limit);
 }
-
-// io_context threads kept running (a work guard) until stop().
-class Runners {
-public:
-    Runners(asio::io_context& io, int threads) : guard_(asio::make_work_guard(io)) {
-        for (int i = 0; i < threads; ++i) threads_.emplace_back([&io] { io.run(); });
-    }
-    Runners(const Runners&) = delete;
-    Runners& operator=(const Runners&) = delete;
-    ~Runners() { stop(); }
-    void stop() {
-        guard_.reset();
-        for (auto& t : threads_)
-            if (t.joinable()) t.join();
-    }
-
-private:
-    asio::executor_work_guard<asio::io_context::executor_type> guard_;
-    std::vector<std::thread> threads_;
-};
 
 // ---- BM_DriverRoundTrip -------------------------------------------------------
 
@@ -354,23 +325,6 @@ void throughput_batches(benchmark::State& state, RunBatch& run_batch, Timed time
 
 // ---- BM_DriverThroughput/<threads> --------------------------------------------
 
-// Submits `n` tasks in one call, then awaits every result.
-asio::awaitable<std::int64_t> submit_many_and_await_all(Sched sched, int n) {
-    std::vector<cronoq::Task<int>> tasks;
-    tasks.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) tasks.emplace_back(i);
-    auto submitted = sched.try_submit_many(std::move(tasks));
-    if (submitted.size() != static_cast<std::size_t>(n)) throw std::runtime_error("try_submit_many: wrong result count");
-    std::int64_t sum = 0;
-    for (auto& r : submitted) {
-        if (!r) throw std::runtime_error("try_submit_many: " + r.message());
-        auto wait = r.value().result();
-        std::shared_ptr<const int> out = co_await std::move(wait);
-        sum += *out;
-    }
-    co_return sum;
-}
-
 // The io_context is run by `threads` threads; the benchmark thread only
 // starts each batch and waits for its sum, so real time is measured. The
 // pool has 64 slots, so attempts of a batch run concurrently.
@@ -380,7 +334,7 @@ void BM_DriverThroughput(benchmark::State& state) {
     Runners runners(io, threads);
     Sched sched = make_scheduler(io, 64);
     auto run_batch = [&] {
-        auto done = asio::co_spawn(io, submit_many_and_await_all(sched, throughput_tasks), asio::use_future);
+        auto done = asio::co_spawn(io, cronoq_bench::submit_many_and_sum(sched, throughput_tasks), asio::use_future);
         return check_sum(done, throughput_tasks, "BM_DriverThroughput");
     };
     std::uint64_t locks_before = 0;

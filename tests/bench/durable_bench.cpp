@@ -60,6 +60,8 @@
 #include "postgres_server.hpp"
 #endif
 
+#include "bench_support.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <asio/co_spawn.hpp>
@@ -151,14 +153,13 @@ constexpr std::size_t throughput_slots = 64;
 constexpr int round_trip_batch = 50;
 // A batch not done by then is taken for a hang: the run ends with a message
 // instead of blocking (CI runs these benchmarks).
-constexpr auto hang_limit = 300s;
+constexpr std::chrono::seconds hang_limit = 300s;
 
 asio::awaitable<cronoq::Result<std::string>> echo(cronoq::TaskContext, std::shared_ptr<const std::string> s) {
     co_return *s;
 }
 
-// Sum of 0..n-1: what the outputs of a batch must add up to.
-constexpr std::int64_t expected_sum(int n) { return static_cast<std::int64_t>(n) * (n - 1) / 2; }
+using cronoq_bench::expected_sum;
 
 // The task's output read back as the number it was submitted as.
 std::int64_t value_of(const std::string& out) {
@@ -170,43 +171,14 @@ std::int64_t value_of(const std::string& out) {
 
 template <class T>
 void wait_or_abort(std::future<T>& f, const char* what) {
-    if (f.wait_for(hang_limit) == std::future_status::ready) return;
-    std::fprintf(stderr, "%s: not done after %lld s, taken for a hang\n", what,
-                 static_cast<long long>(std::chrono::seconds(hang_limit).count()));
-    std::_Exit(EXIT_FAILURE);  // the io_context thread is stuck: no orderly teardown is possible
+    cronoq_bench::wait_or_abort(f, what, hang_limit);
 }
 
-// Empty if the future's value is `expected`, else what went wrong.
 std::string check_sum(std::future<std::int64_t>& done, std::int64_t expected, const char* what) {
-    wait_or_abort(done, what);
-    try {
-        const std::int64_t sum = done.get();
-        if (sum == expected) return {};
-        return std::string(what) + ": wrong sum " + std::to_string(sum) + ", expected " + std::to_string(expected);
-    } catch (const std::exception& e) {
-        return std::string(what) + ": " + e.what();
-    }
+    return cronoq_bench::check_sum(done, expected, what, hang_limit);
 }
 
-// io_context threads kept running (a work guard) until stop().
-class Runners {
-public:
-    Runners(asio::io_context& io, int threads) : guard_(asio::make_work_guard(io)) {
-        for (int i = 0; i < threads; ++i) threads_.emplace_back([&io] { io.run(); });
-    }
-    Runners(const Runners&) = delete;
-    Runners& operator=(const Runners&) = delete;
-    ~Runners() { stop(); }
-    void stop() {
-        guard_.reset();
-        for (auto& t : threads_)
-            if (t.joinable()) t.join();
-    }
-
-private:
-    asio::executor_work_guard<asio::io_context::executor_type> guard_;
-    std::vector<std::thread> threads_;
-};
+using cronoq_bench::Runners;
 
 // A directory of its own under the temporary directory, removed with
 // everything in it at the end. The constructor throws

@@ -13,6 +13,8 @@
 #include <cronoq/cronoq.hpp>
 #include <cronoq/remote/worker_server.hpp>
 
+#include "bench_support.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <asio/co_spawn.hpp>
@@ -44,21 +46,6 @@ using Sched = cronoq::Scheduler<int, int>;
 constexpr int remote_batch = 10000;
 constexpr auto remote_hang_limit = 120s;  // a batch not done by then is taken for a hang
 
-asio::awaitable<std::int64_t> submit_and_sum(Sched sched, int n) {
-    std::vector<cronoq::Task<int>> tasks;
-    tasks.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) tasks.emplace_back(i);
-    auto submitted = sched.try_submit_many(std::move(tasks));
-    std::int64_t sum = 0;
-    for (auto& r : submitted) {
-        if (!r) throw std::runtime_error("try_submit_many: " + r.message());
-        auto wait = r.value().result();
-        std::shared_ptr<const int> out = co_await std::move(wait);
-        sum += *out;
-    }
-    co_return sum;
-}
-
 pid_t spawn_worker(const std::string& target) {
     std::string args[] = {CRONOQ_BENCH_REMOTE_WORKER, target};
     char* argv[] = {args[0].data(), args[1].data(), nullptr};
@@ -79,7 +66,7 @@ void BM_RemoteThroughput(benchmark::State& state) {
     const pid_t worker = spawn_worker("127.0.0.1:" + std::to_string(server->port()));
 
     auto run_batch = [&]() -> std::string {
-        auto done = asio::co_spawn(io, submit_and_sum(sched, remote_batch), asio::use_future);
+        auto done = asio::co_spawn(io, cronoq_bench::submit_many_and_sum(sched, remote_batch), asio::use_future);
         if (done.wait_for(remote_hang_limit) != std::future_status::ready) {
             std::fprintf(stderr, "BM_RemoteThroughput: a batch not done after %lld s, taken for a hang\n",
                          static_cast<long long>(std::chrono::seconds(remote_hang_limit).count()));
@@ -88,7 +75,7 @@ void BM_RemoteThroughput(benchmark::State& state) {
         }
         try {
             const std::int64_t sum = done.get();
-            const std::int64_t expected = static_cast<std::int64_t>(remote_batch) * (remote_batch - 1) / 2;
+            const std::int64_t expected = cronoq_bench::expected_sum(remote_batch);
             return sum == expected ? std::string{} : "wrong sum " + std::to_string(sum);
         } catch (const std::exception& e) {
             return e.what();

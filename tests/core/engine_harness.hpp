@@ -185,4 +185,18 @@ private:
     }
 };
 
+/// An engine configuration with these shared resources.
+inline EngineConfig with_resources(std::vector<Resource> resources) {
+    EngineConfig c;
+    c.resources = std::move(resources);
+    return c;
+}
+
+/// A task of `pool` that needs `uses`.
+inline TaskSpec needing(PoolId pool, std::vector<ResourceUse> uses, Priority p = Priority::Normal) {
+    TaskSpec spec{.pool = pool, .priority = p};
+    spec.resources = std::move(uses);
+    return spec;
+}
+
 }  // namespace cronoq::core::test

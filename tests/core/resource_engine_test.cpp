@@ -7,20 +7,8 @@ namespace {
 
 using S = TaskStatus;
 
-EngineConfig with(std::vector<Resource> resources) {
-    EngineConfig c;
-    c.resources = std::move(resources);
-    return c;
-}
-
-TaskSpec needing(PoolId pool, std::vector<ResourceUse> uses, Priority p = Priority::Normal) {
-    TaskSpec spec{.pool = pool, .priority = p};
-    spec.resources = std::move(uses);
-    return spec;
-}
-
 TEST(ResourceEngineTest, ASemaphoreOfTwoNeverHasThreeHolders) {
-    Harness h(with({Resource::semaphore("db", 2)}));
+    Harness h(with_resources({Resource::semaphore("db", 2)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 10});
     std::vector<TaskId> tasks;
     for (int i = 0; i < 6; ++i) tasks.push_back(h.submit(needing(pool, {{"db", 1}}), t0));
@@ -42,7 +30,7 @@ TEST(ResourceEngineTest, ASemaphoreOfTwoNeverHasThreeHolders) {
 }
 
 TEST(ResourceEngineTest, ATokenBucketGivesItsBurstThenOneEveryHalfSecond) {
-    Harness h(with({Resource::token_bucket("api", 2.0, 3)}));
+    Harness h(with_resources({Resource::token_bucket("api", 2.0, 3)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 100});
     for (int i = 0; i < 10; ++i) h.submit(needing(pool, {{"api", 1}}), t0);
     EXPECT_EQ(h.engine.counters(pool).running, 3u);
@@ -59,7 +47,7 @@ TEST(ResourceEngineTest, ATokenBucketGivesItsBurstThenOneEveryHalfSecond) {
 }
 
 TEST(ResourceEngineTest, ATaskWaitingOnAnEmptyBucketDoesNotDelayOthers) {
-    Harness h(with({Resource::token_bucket("api", 1.0, 1)}));
+    Harness h(with_resources({Resource::token_bucket("api", 1.0, 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     h.submit(needing(pool, {{"api", 1}}), t0);
     const TaskId parked = h.submit(needing(pool, {{"api", 1}}, Priority::Critical), t0);
@@ -71,7 +59,7 @@ TEST(ResourceEngineTest, ATaskWaitingOnAnEmptyBucketDoesNotDelayOthers) {
 }
 
 TEST(ResourceEngineTest, SeveralResourcesAreTakenAllOrNothing) {
-    Harness h(with({Resource::semaphore("a", 1), Resource::semaphore("b", 1)}));
+    Harness h(with_resources({Resource::semaphore("a", 1), Resource::semaphore("b", 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     const TaskId holds_b = h.submit(needing(pool, {{"b", 1}}), t0);
     const TaskId both = h.submit(needing(pool, {{"a", 1}, {"b", 1}}), t0);
@@ -86,7 +74,7 @@ TEST(ResourceEngineTest, SeveralResourcesAreTakenAllOrNothing) {
 }
 
 TEST(ResourceEngineTest, ParkedTasksComeBackInOrder) {
-    Harness h(with({Resource::semaphore("s", 1)}));
+    Harness h(with_resources({Resource::semaphore("s", 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     const TaskId first = h.submit(needing(pool, {{"s", 1}}), t0);
     const TaskId second = h.submit(needing(pool, {{"s", 1}}), t0 + 1s);
@@ -98,7 +86,7 @@ TEST(ResourceEngineTest, ParkedTasksComeBackInOrder) {
 }
 
 TEST(ResourceEngineTest, SetRateTakesEffectAtTheNextRefill) {
-    Harness h(with({Resource::token_bucket("api", 1.0, 1)}));
+    Harness h(with_resources({Resource::token_bucket("api", 1.0, 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     h.submit(needing(pool, {{"api", 1}}), t0);
     const TaskId next = h.submit(needing(pool, {{"api", 1}}), t0);
@@ -113,7 +101,7 @@ TEST(ResourceEngineTest, SetRateTakesEffectAtTheNextRefill) {
 }
 
 TEST(ResourceEngineTest, ARateOfZeroWaitsForSetRate) {
-    Harness h(with({Resource::token_bucket("api", 0.0, 1)}));
+    Harness h(with_resources({Resource::token_bucket("api", 0.0, 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     h.submit(needing(pool, {{"api", 1}}), t0);
     const TaskId waiting = h.submit(needing(pool, {{"api", 1}}), t0);
@@ -124,7 +112,7 @@ TEST(ResourceEngineTest, ARateOfZeroWaitsForSetRate) {
 }
 
 TEST(ResourceEngineTest, UnknownAndImpossibleRequestsAreRejectedAtSubmit) {
-    Harness h(with({Resource::semaphore("db", 2), Resource::token_bucket("api", 1.0, 5)}));
+    Harness h(with_resources({Resource::semaphore("db", 2), Resource::token_bucket("api", 1.0, 5)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     EXPECT_EQ(h.try_submit(needing(pool, {{"nope", 1}}), t0).error(), SubmitError::UnknownResource);
     const auto big = h.try_submit(needing(pool, {{"db", 3}}), t0);
@@ -135,7 +123,7 @@ TEST(ResourceEngineTest, UnknownAndImpossibleRequestsAreRejectedAtSubmit) {
 }
 
 TEST(ResourceEngineTest, AbortedAttemptsGiveTheirUnitsBack) {
-    Harness h(with({Resource::semaphore("db", 1)}));
+    Harness h(with_resources({Resource::semaphore("db", 1)}));
     const PoolId pool = h.add_pool(PoolConfig{.name = "p", .capacity = 4, .retry = RetryPolicy::none()});
     TaskSpec timed = needing(pool, {{"db", 1}});
     timed.timeout = 5s;
@@ -146,9 +134,9 @@ TEST(ResourceEngineTest, AbortedAttemptsGiveTheirUnitsBack) {
 }
 
 TEST(ResourceEngineTest, BadDeclarationsAreConfigErrors) {
-    EXPECT_THROW(Engine(with({Resource::semaphore("x", 0)})), ConfigError);
-    EXPECT_THROW(Engine(with({Resource::semaphore("x", 1), Resource::semaphore("x", 2)})), ConfigError);
-    EXPECT_THROW(Engine(with({Resource::token_bucket("x", -1.0, 1)})), ConfigError);
+    EXPECT_THROW(Engine(with_resources({Resource::semaphore("x", 0)})), ConfigError);
+    EXPECT_THROW(Engine(with_resources({Resource::semaphore("x", 1), Resource::semaphore("x", 2)})), ConfigError);
+    EXPECT_THROW(Engine(with_resources({Resource::token_bucket("x", -1.0, 1)})), ConfigError);
 }
 
 }  // namespace

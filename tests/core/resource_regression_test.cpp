@@ -19,23 +19,11 @@ namespace {
 
 using S = TaskStatus;
 
-EngineConfig with(std::vector<Resource> resources) {
-    EngineConfig c;
-    c.resources = std::move(resources);
-    return c;
-}
-
-TaskSpec needing(PoolId pool, std::vector<ResourceUse> uses, Priority p = Priority::Normal) {
-    TaskSpec spec{.pool = pool, .priority = p};
-    spec.resources = std::move(uses);
-    return spec;
-}
-
 // A waiter sent back for one resource then parks on another: the units it
 // was counted for must go to the waiter behind it. Found by the random test
 // with CRONOQ_STRICT_RESOURCES=1.
 TEST(ResourceRegression, AWaiterShortOfAnotherResourceDoesNotStrandTheOneBehindIt) {
-    Harness h(with({Resource::semaphore("s", 1), Resource::semaphore("b", 1)}));
+    Harness h(with_resources({Resource::semaphore("s", 1), Resource::semaphore("b", 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     const TaskId holds_s = h.submit(needing(pool, {{"s", 1}}), t0);
     const TaskId holds_b = h.submit(needing(pool, {{"b", 1}}), t0);
@@ -53,7 +41,7 @@ TEST(ResourceRegression, AWaiterShortOfAnotherResourceDoesNotStrandTheOneBehindI
 // was counted for from a waiter of another pool that has one.
 // Found by the random test with CRONOQ_STRICT_RESOURCES=1.
 TEST(ResourceRegression, AWaiterWhosePoolHasNoSlotDoesNotStrandAWaiterOfAnotherPool) {
-    Harness h(with({Resource::semaphore("s", 1)}));
+    Harness h(with_resources({Resource::semaphore("s", 1)}));
     const PoolId full = h.add_pool(PoolConfig{"full", 1});
     const PoolId open = h.add_pool(PoolConfig{"open", 2});
     const TaskId holder = h.submit(needing(open, {{"s", 1}}), t0);
@@ -71,7 +59,7 @@ TEST(ResourceRegression, AWaiterWhosePoolHasNoSlotDoesNotStrandAWaiterOfAnotherP
 // holds back the ones behind it must send them on.
 // Found by the random test with CRONOQ_STRICT_RESOURCES=1.
 TEST(ResourceRegression, ACancelledWaiterSendsOnTheOnesBehindIt) {
-    Harness h(with({Resource::semaphore("s", 3)}));
+    Harness h(with_resources({Resource::semaphore("s", 3)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 5});
     const TaskId h1 = h.submit(needing(pool, {{"s", 1}}), t0);
     h.submit(needing(pool, {{"s", 1}}), t0);  // holds its unit throughout
@@ -90,7 +78,7 @@ TEST(ResourceRegression, ACancelledWaiterSendsOnTheOnesBehindIt) {
 // wakeup, until some attempt releases that resource. Found by seed 38 of
 // the random test (and 8 % of seeds 1-300) with CRONOQ_STRICT_RESOURCES=1.
 TEST(ResourceRegression, ManyWaitersWhosePoolsHaveNoSlotDoNotStrandTheNext) {
-    Harness h(with({Resource::semaphore("s", 1)}));
+    Harness h(with_resources({Resource::semaphore("s", 1)}));
     const PoolId open = h.add_pool(PoolConfig{"open", 2});
     const TaskId holder = h.submit(needing(open, {{"s", 1}}), t0);
     for (int i = 0; i < 5; ++i) {
@@ -113,7 +101,7 @@ TEST(ResourceRegression, ManyWaitersWhosePoolsHaveNoSlotDoNotStrandTheNext) {
 // the bucket has one token, the head needs 3, so its Refill timer moves to
 // t0 + 3 s while `first` (same class, behind it) waits its turn.
 struct ResourceRegressionBucket : ::testing::Test {
-    Harness h{with({Resource::token_bucket("api", 1.0, 3)})};
+    Harness h{with_resources({Resource::token_bucket("api", 1.0, 3)})};
     PoolId pool = h.add_pool(PoolConfig{"p", 5});
     TaskId taker = h.submit(needing(pool, {{"api", 3}}), t0);                  // empties the bucket
     TaskId head = h.submit(needing(pool, {{"api", 3}}, Priority::High), t0);   // parks
@@ -158,7 +146,7 @@ TEST_F(ResourceRegressionBucket, NoWakeupIsLeftDueAtTheCallsOwnTime) {
 // against settle()'s "an idle engine has none" (engine_state.hpp) and
 // docs/guide/README.md's idle scheduler that keeps no timer.
 TEST(ResourceRegression, ARefillTimerDoesNotOutliveItsWaiters) {
-    Harness h(with({Resource::token_bucket("api", 1.0, 1)}));
+    Harness h(with_resources({Resource::token_bucket("api", 1.0, 1)}));
     const PoolId pool = h.add_pool(PoolConfig{"p", 4});
     const TaskId running = h.submit(needing(pool, {{"api", 1}}), t0);
     const TaskId waiting = h.submit(needing(pool, {{"api", 1}}), t0);  // a Refill timer at t0 + 1 s

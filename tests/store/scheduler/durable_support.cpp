@@ -3,6 +3,7 @@
 #include <cronoq/cronoq.hpp>
 
 #include <algorithm>
+#include <iostream>
 #include <sstream>
 #include <unistd.h>
 
@@ -45,6 +46,29 @@ void Acks::read(Child& child, std::size_t at_least) {
         ASSERT_TRUE(line.has_value()) << "the leader stopped early";
         note(*line);
     }
+}
+
+void expect_fenced_and_nothing_lost(Child& leader, Acks& acks, const std::string& location,
+                                    const std::map<std::uint64_t, std::tuple<TaskStatus, std::uint32_t, std::int64_t>>& at_takeover,
+                                    std::promise<void>& gate, Durable& sched) {
+    using namespace std::chrono_literals;
+    while (!acks.stop) {
+        auto line = leader.read_line();
+        ASSERT_TRUE(line.has_value()) << "the old leader did not stop";
+        acks.note(*line);
+    }
+    EXPECT_EQ(leader.wait(), 3);
+    std::cout << "the old leader stopped: " << *acks.stop << "\n";
+    EXPECT_NE(acks.stop->find("leads: no"), std::string::npos) << *acks.stop;
+    EXPECT_EQ(task_rows(location), at_takeover) << "the fenced leader wrote after the takeover";
+
+    gate.set_value();
+    for (const auto& [id, key] : acks.by_id) {
+        auto h = sched.find(TaskRef(TaskId{id}));
+        ASSERT_TRUE(h.has_value()) << "acknowledged task " << id << " is lost";
+        EXPECT_EQ(*h->get(), key + "!");
+    }
+    sched.shutdown(0s);
 }
 
 Standby::Standby(const std::string& location, Pool<std::string, std::string> pool) {

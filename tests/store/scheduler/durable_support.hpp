@@ -113,6 +113,16 @@ struct Acks {
     void read(Child& child, std::size_t at_least);
 };
 
+/// The end of a takeover while the old leader still ran: the old leader
+/// (`leader`, a `lead` child) finds itself fenced at its next commit and
+/// exits 3 saying it no longer leads; the store's rows are still
+/// `at_takeover` (it wrote nothing after the takeover); then, with the
+/// new leader's `gate` opened, every task the old leader acknowledged
+/// ends with its payload and "!" on `sched`, which then shuts down.
+void expect_fenced_and_nothing_lost(Child& leader, Acks& acks, const std::string& location,
+                                    const std::map<std::uint64_t, std::tuple<TaskStatus, std::uint32_t, std::int64_t>>& at_takeover,
+                                    std::promise<void>& gate, Durable& sched);
+
 /// The standby: the test process waiting in open() on a thread of its own.
 struct Standby {
     std::optional<Durable> sched;

@@ -161,23 +161,7 @@ TEST_P(StandbyScheduler, AFrozenLeaderIsFencedWhenItWakesAndWritesNothingAfterTh
     const auto at_takeover = test::task_rows(store.location());
 
     leader.signal(SIGCONT);
-    while (!acks.stop) {
-        auto line = leader.read_line();
-        ASSERT_TRUE(line.has_value()) << "the old leader did not stop";
-        acks.note(*line);
-    }
-    EXPECT_EQ(leader.wait(), 3);
-    std::cout << "the old leader stopped: " << *acks.stop << "\n";
-    EXPECT_NE(acks.stop->find("leads: no"), std::string::npos) << *acks.stop;
-    EXPECT_EQ(test::task_rows(store.location()), at_takeover) << "the fenced leader wrote after the takeover";
-
-    gate.set_value();
-    for (const auto& [id, key] : acks.by_id) {
-        auto h = sched.find(TaskRef(TaskId{id}));
-        ASSERT_TRUE(h.has_value()) << "acknowledged task " << id << " is lost";
-        EXPECT_EQ(*h->get(), key + "!");
-    }
-    sched.shutdown(0s);
+    test::expect_fenced_and_nothing_lost(leader, acks, store.location(), at_takeover, gate, sched);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StandbyScheduler, ::testing::ValuesIn(test::tested_backends()), test::BackendName{});
