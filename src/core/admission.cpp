@@ -38,7 +38,7 @@ std::optional<SubmitError> Admission::check_spec(const TaskSpec& spec, std::stri
                 return invalid("labels must be sorted by name, each name once");
         }
     }
-    if (with_resources)
+    if (with_resources && !spec.resources.empty())
         if (auto error = resources_.check_needs(spec, why)) return error;
     if (spec.retry) {
         if (auto problem = detail::check_retry_policy(*spec.retry)) {
@@ -320,7 +320,7 @@ TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id)
     ++p.counters.submitted;
     if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
     kinds_.task_admitted(spec.kind);
-    resources_.add_needs(t, spec);
+    if (!spec.resources.empty()) resources_.add_needs(t, spec);
     if (!spec.labels.empty()) workers_.set_labels(t, spec.labels);
     if (spec.start) waiting_.add_start(t, spec, expected_duration(spec));
     if (spec.key) {

@@ -4,10 +4,10 @@
 
 namespace cronoq::core {
 
-void BacklogBounds::add_pool(const PoolConfig& config) {
-    PoolLists& l = lists_.emplace_back();
-    l.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
-                 global_.bounded();
+void BacklogBounds::add_pool(PoolState& pool) {
+    lists_.emplace_back();
+    const OverflowPolicy overflow = pool.config.overflow;
+    pool.may_shed = overflow == OverflowPolicy::ShedLowest || overflow == OverflowPolicy::ShedOldest || global_.bounded();
 }
 
 std::size_t BacklogBounds::pending_total() const {
@@ -88,8 +88,8 @@ std::uint32_t BacklogBounds::pick_victim(PoolId pool, Priority priority, bool po
     };
     const auto each_pool = [&](auto&& f) {
         if (pool_full) return f(lists_[pool]);
-        for (const PoolLists& l : lists_)
-            if (l.may_shed) f(l);
+        for (std::size_t i = 0; i < lists_.size(); ++i)
+            if (pools_[i].may_shed) f(lists_[i]);
     };
     if (pools_[pool].config.overflow == OverflowPolicy::ShedOldest) {
         each_pool([&](const PoolLists& l) { consider(l.oldest[index_of(Priority::Low)], false); });

@@ -25,9 +25,9 @@ public:
     BacklogBounds(const Bounds& global, TaskTable& tasks, const std::vector<PoolState>& pools)
         : global_(global), tasks_(tasks), pools_(pools) {}
 
-    void add_pool(const PoolConfig& config);
-    /// Whether the pool keeps its ready tasks in shed lists.
-    bool sheds(PoolId pool) const { return lists_[pool].may_shed; }
+    /// A new pool; sets its may_shed (a pool that may shed, or any pool
+    /// under global bounds, keeps its ready tasks in shed lists).
+    void add_pool(PoolState& pool);
     /// Ready task `s` joins / leaves its (pool, class) list (pools that shed).
     void link_ready(std::uint32_t s);
     void unlink_ready(std::uint32_t s);
@@ -51,7 +51,6 @@ private:
     struct PoolLists {
         std::array<std::uint32_t, priority_count> oldest{no_slot, no_slot, no_slot, no_slot};
         std::array<std::uint32_t, priority_count> newest{no_slot, no_slot, no_slot, no_slot};
-        bool may_shed = false;  // keeps the lists above
         bool full = false;      // a submit got Full: SpaceAvailable once there is room
     };
     std::size_t pending_total() const;

@@ -81,8 +81,8 @@ PoolId Engine::add_pool(PoolConfig config) {
     p.capacity = config.capacity;
     p.counters.capacity = config.capacity;
     p.queue.set_shares(s_->config.priority.min_share);
-    s_->bounds.add_pool(config);
     p.config = std::move(config);
+    s_->bounds.add_pool(p);
     s_->pools.push_back(std::move(p));
     s_->workers.add_pool();
     return static_cast<PoolId>(s_->pools.size() - 1);

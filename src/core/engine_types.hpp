@@ -158,6 +158,10 @@ struct PoolState {
     std::optional<detail::Autoscaler> autoscaler;
     std::optional<AutoscaleConfig> autoscale_config;
     Time autoscale_armed = never;  // the Autoscale timer in the heap
+    // Its ready tasks are in BacklogBounds' shed lists. Here rather than
+    // there: every task that becomes ready or leaves Ready reads it, and
+    // the pool is at hand.
+    bool may_shed = false;
     std::vector<RunTimeMean> run_times;  // by kind
     bool dirty = false;                  // may dispatch
 

@@ -12,7 +12,7 @@ void Lifecycle::leave(TaskSlot& t) {
         case TaskStatus::Ready:
             --c.ready;
             if (--c.ready_by_class[index_of(t.priority)] == 0) p.queue.drop_credit(t.priority);
-            if (bounds_.sheds(t.pool)) bounds_.unlink_ready(tasks_.index_of(t));
+            if (p.may_shed) bounds_.unlink_ready(tasks_.index_of(t));
             break;
         case TaskStatus::Retrying: --c.retrying; break;
         case TaskStatus::Scheduled:
@@ -39,7 +39,7 @@ void Lifecycle::become_ready(std::uint32_t s, Time now) {
     ++p.counters.ready;
     ++p.counters.ready_by_class[index_of(t.priority)];
     if (auto* a = p.scaler(now)) a->record_arrival(now);
-    if (bounds_.sheds(t.pool)) bounds_.link_ready(s);
+    if (p.may_shed) bounds_.link_ready(s);
 }
 
 bool Lifecycle::start_at_once(std::uint32_t s, Time now) {

@@ -30,7 +30,6 @@ std::optional<std::string> ResourceGate::set_rate(std::string_view bucket, doubl
 }
 
 std::optional<SubmitError> ResourceGate::check_needs(const TaskSpec& spec, std::string& why) const {
-    if (spec.resources.empty()) return std::nullopt;
     auto resolved = registry_.resolve(requests_of(spec));
     if (resolved) return std::nullopt;
     why = resolved.message();
@@ -38,7 +37,6 @@ std::optional<SubmitError> ResourceGate::check_needs(const TaskSpec& spec, std::
 }
 
 void ResourceGate::add_needs(TaskSlot& t, const TaskSpec& spec) {
-    if (spec.resources.empty()) return;
     std::vector<detail::Need> n = std::move(registry_.resolve(requests_of(spec))).value();  // checked
     if (n.empty()) return;
     needs_.emplace(t.id.value, std::move(n));

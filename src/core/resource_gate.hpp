@@ -31,9 +31,10 @@ public:
     /// Errors as Engine::set_rate; parked tasks re-park at the new rate.
     std::optional<std::string> set_rate(std::string_view bucket, double rate_per_s, Time now);
 
-    /// Whether the registry can serve what `spec` asks for.
+    /// Whether the registry can serve the resources `spec` asks for (some).
     std::optional<SubmitError> check_needs(const TaskSpec& spec, std::string& why) const;
-    /// Records what a new task needs (its spec was checked); sets has_needs.
+    /// Records what a new task needs (its spec, which asks for resources,
+    /// was checked); sets has_needs.
     void add_needs(TaskSlot& t, const TaskSpec& spec);
     /// Drops an ended task's needs.
     void drop_needs(TaskSlot& t) {
