@@ -50,12 +50,6 @@ std::optional<SubmitError> Admission::check_spec(const TaskSpec& spec, std::stri
 }
 
 
-std::optional<SubmitError> Admission::make_room(PoolId pool, Priority priority, std::string& why, Time now) {
-    const BacklogBounds::Room room = bounds_.make_room(pool, priority, why);
-    if (room.victim != no_slot) life_.shed(room.victim, why, now);
-    return room.error;
-}
-
 std::optional<Rejection> Admission::check(Batch& batch, Time now) {
     std::optional<Rejection> rejected = resolve_keys(batch);
     if (!rejected) rejected = resolve_dependencies(batch);

@@ -52,7 +52,11 @@ public:
     /// Room for one more task of `pool` at `priority`, shedding a victim if
     /// the pool's overflow policy says so (the one change a refused task
     /// may leave behind: the victim is gone either way).
-    std::optional<SubmitError> make_room(PoolId pool, Priority priority, std::string& why, Time now);
+    std::optional<SubmitError> make_room(PoolId pool, Priority priority, std::string& why, Time now) {
+        const BacklogBounds::Room room = bounds_.make_room(pool, priority, why);
+        if (room.victim != no_slot) life_.shed(room.victim, why, now);
+        return room.error;
+    }
     /// Takes `slot` for a new task: fields, id, key, start, needs, labels.
     /// It counts as Blocked (without an event) until the caller blocks it
     /// for real or moves it on. `id`: a restored task's own; empty takes

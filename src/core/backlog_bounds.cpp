@@ -49,7 +49,7 @@ void BacklogBounds::unlink_ready(std::uint32_t s) {
     t.older = t.newer = no_slot;
 }
 
-BacklogBounds::Room BacklogBounds::make_room(PoolId pool, Priority priority, std::string& why) {
+BacklogBounds::Room BacklogBounds::make_room_when_bounded(PoolId pool, Priority priority, std::string& why) {
     const PoolState& p = pools_[pool];
     const bool pool_full = p.config.bounds.bounded() && p.pending() >= p.config.bounds.max_pending;
     const bool global_full = global_.bounded() && pending_total() >= global_.max_pending;

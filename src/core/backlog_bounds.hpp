@@ -39,7 +39,12 @@ public:
         std::optional<SubmitError> error;
         std::uint32_t victim = no_slot;
     };
-    Room make_room(PoolId pool, Priority priority, std::string& why);
+    Room make_room(PoolId pool, Priority priority, std::string& why) {
+        // Most pools are unbounded: every submit asks, so answer inline.
+        const PoolState& p = pools_[pool];
+        if (!global_.bounded() && (!p.config.bounds.bounded() || p.pending() < p.config.bounds.max_pending)) return {};
+        return make_room_when_bounded(pool, priority, why);
+    }
     /// Room for a batch: `incoming[pool]` new tasks per pool; never sheds.
     std::optional<SubmitError> check_room(std::span<const std::size_t> incoming, std::string& why);
     /// SpaceAvailable for each pool that answered Full and has room again.
@@ -53,6 +58,7 @@ private:
         std::array<std::uint32_t, priority_count> newest{no_slot, no_slot, no_slot, no_slot};
         bool full = false;      // a submit got Full: SpaceAvailable once there is room
     };
+    Room make_room_when_bounded(PoolId pool, Priority priority, std::string& why);
     std::size_t pending_total() const;
     bool has_room(std::size_t pool, std::size_t incoming) const;
     void mark_full(std::size_t pool);

@@ -23,7 +23,10 @@ double Dispatcher::urgency(const TaskExtras& e, Time now) const {
 void Dispatcher::dispatch(PoolState& p, Time now) {
     p.dirty = false;
     if (life_.handing_over()) return;  // what is queued stays for the next leader
-    const auto live = [this](detail::QueueRef r) { return tasks_.live(r); };
+    // The lambdas below run for every queue head compared: they capture
+    // the table itself, not `this`, to spare a load per call.
+    const TaskTable& tasks = tasks_;
+    const auto live = [&tasks](detail::QueueRef r) { return tasks.live(r); };
     bool passed_over = false;  // a better task was parked on a resource
     // No task ready: what the queues still hold is stale (dropped by a later
     // pop). The dispatch after a completion in an idle pool ends here,
@@ -40,10 +43,10 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
             unsigned classes = 0;  // those with ready tasks: most pools use one or two
             for (std::size_t c = 0; c < priority_count; ++c)
                 if (p.counters.ready_by_class[c] > 0) classes |= 1u << c;
-            s = p.queue.pop_best(live, [this, now](std::uint32_t slot) { return rank(slot, now); },
-                                 [this, &p, now, free](std::uint32_t slot) {
+            s = p.queue.pop_best(live, [this, &tasks, now](std::uint32_t slot) { return rank(tasks, slot, now); },
+                                 [this, &tasks, &p, now, free](std::uint32_t slot) {
                                      if (p.held_starts.empty()) return true;
-                                     const Duration d = std::min(life_.expected_duration(tasks_[slot]), p.config.max_hold);
+                                     const Duration d = std::min(life_.expected_duration(tasks[slot]), p.config.max_hold);
                                      return p.held_between(now, later(now, d), free) < free;
                                  },
                                  took_best, classes);
@@ -58,7 +61,7 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
             passed_over = true;
             continue;
         }
-        if (tasks_[*s].has_needs && !resources_.acquire(*s, now)) {
+        if (tasks[*s].has_needs && !resources_.acquire(*s, now)) {
             passed_over = true;
             continue;  // parked: try the next
         }
@@ -66,7 +69,7 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
         // The head behind the one taken was queued long ago: with a
         // large backlog its slot is out of cache, and the next decision
         // reads it. Start loading it now.
-        p.queue.for_each_head([this](std::uint32_t slot) { tasks_.prefetch(slot); });
+        p.queue.for_each_head([&tasks](std::uint32_t slot) { tasks.prefetch(slot); });
     }
 }
 

@@ -40,12 +40,12 @@ public:
 private:
     /// For a Ready task with a deadline.
     double urgency(const TaskExtras& e, Time now) const;
-    detail::Rank rank(std::uint32_t s, Time now) const {
-        const TaskSlot& t = tasks_[s];
+    detail::Rank rank(const TaskTable& tasks, std::uint32_t s, Time now) const {
+        const TaskSlot& t = tasks[s];
         const double waited = std::max(0.0, to_seconds(now - t.ready_since));
         double score =
             priority_.base[index_of(t.priority)] + std::min(priority_.aging_rate * waited, priority_.age_cap);
-        if (t.has_deadline) score += urgency(tasks_.extras(t), now);
+        if (t.has_deadline) score += urgency(tasks.extras(t), now);
         return {score, t.ready_since, t.id.value};
     }
 
