@@ -6,6 +6,8 @@
 
 #include "engine_types.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -43,11 +45,12 @@ public:
     /// taken before): a restored task that lands where the store already
     /// has it is not announced again (recovery.hpp).
     void drop_statuses_since(std::size_t mark, TaskId task) {
-        std::erase_if(actions_, [&, i = std::size_t{0}](const Action& a) mutable {
-            const bool after = i++ >= mark;
-            const Status* st = std::get_if<Status>(&a);
-            return after && st && st->task == task;
-        });
+        actions_.erase(std::remove_if(actions_.begin() + static_cast<std::ptrdiff_t>(mark), actions_.end(),
+                                      [task](const Action& a) {
+                                          const Status* st = std::get_if<Status>(&a);
+                                          return st && st->task == task;
+                                      }),
+                       actions_.end());
     }
     void drain(std::vector<Action>& out) {
         out.clear();
