@@ -7,7 +7,8 @@ namespace cronoq::core {
 void BacklogBounds::add_pool(PoolState& pool) {
     lists_.emplace_back();
     const OverflowPolicy overflow = pool.config.overflow;
-    pool.may_shed = overflow == OverflowPolicy::ShedLowest || overflow == OverflowPolicy::ShedOldest || global_.bounded();
+    pool.may_shed =
+        overflow == OverflowPolicy::ShedLowest || overflow == OverflowPolicy::ShedOldest || global_.bounded();
 }
 
 std::size_t BacklogBounds::pending_total() const {

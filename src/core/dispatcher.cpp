@@ -46,7 +46,8 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
             s = p.queue.pop_best(live, [this, &tasks, now](std::uint32_t slot) { return rank(tasks, slot, now); },
                                  [this, &tasks, &p, now, free](std::uint32_t slot) {
                                      if (p.held_starts.empty()) return true;
-                                     const Duration d = std::min(life_.expected_duration(tasks[slot]), p.config.max_hold);
+                                     const Duration d =
+                                         std::min(life_.expected_duration(tasks[slot]), p.config.max_hold);
                                      return p.held_between(now, later(now, d), free) < free;
                                  },
                                  took_best, classes);

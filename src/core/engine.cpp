@@ -242,7 +242,8 @@ bool Engine::is_shutting_down() const { return s_->life.shutting_down(); }
 
 void Engine::hand_over(Time now, Time grace_end) {
     State& s = *s_;
-    if (s.life.shutting_down() && !s.life.handing_over()) return shutdown(now, grace_end);  // nothing is left to hand over
+    // Once shutting down, nothing is left to hand over.
+    if (s.life.shutting_down() && !s.life.handing_over()) return shutdown(now, grace_end);
     s.run_due_timers(now);
     s.life.begin_hand_over();
     s.life.shorten_grace(now, grace_end);

@@ -17,6 +17,10 @@
 //   Admission      new tasks, alone or in batches
 //   Recovery       tasks restored after a restart
 //
+// A pool's own state (PoolState, engine_types.hpp: its config, capacity,
+// counters, ready queue, reservations, metrics and autoscaler) is shared:
+// components reach a pool through the `pools` they are given.
+//
 // Each holds references to the components it uses, given here at
 // construction, so the order of the members below is the order of their
 // dependencies.
