@@ -1,120 +1,18 @@
-// The engine's public API over its state (engine_state.hpp), and the
-// housekeeping every call ends with: dispatch, retention, settle.
+// The engine's public API (include/cronoq/core/engine.hpp) over its
+// components (engine_state.hpp); the remote-worker calls are in
+// engine_workers.cpp.
 #include "config_checks.hpp"
 #include "engine_state.hpp"
 
 namespace cronoq::core {
 
-// ---- housekeeping after every call --------------------------------------------
+namespace {
 
-// Due fixed starts first, then the best ready task that does not take
-// a slot held for an upcoming start (docs/guide/time-and-cron.md holds): a task may use a
-// free slot if, after it, enough stay free for the starts that fall
-// within its expected duration (and within `max_hold`). A head that does
-// not fit is passed over for the other classes' heads, never scanned
-// past: O(classes) per decision.
-void Engine::State::dispatch(PoolState& p, Time now) {
-    p.dirty = false;
-    if (handing_over) return;  // what is queued stays for the next leader
-    const auto live = [this](detail::QueueRef r) { return slots[r.slot].gen == r.gen; };
-    bool passed_over = false;  // a better task was parked on a resource
-    // No task ready: what the queues still hold is stale (dropped by a later
-    // pop). The dispatch after a completion in an idle pool ends here,
-    // without a look at every class's heads.
-    while (can_dispatch(p)) {
-        std::optional<std::uint32_t> s;
-        took_best = true;  // a due start is where it must be
-        while (!s && !p.due_starts.empty()) {
-            if (live(p.due_starts.front())) s = p.due_starts.front().slot;
-            p.due_starts.pop_front();
-        }
-        if (!s) {
-            const std::size_t free = p.capacity - p.counters.running;
-            unsigned classes = 0;  // those with ready tasks: most pools use one or two
-            for (std::size_t c = 0; c < priority_count; ++c)
-                if (p.counters.ready_by_class[c] > 0) classes |= 1u << c;
-            s = p.queue.pop_best(live, [this, now](std::uint32_t slot) { return rank(slot, now); },
-                                 [this, &p, now, free](std::uint32_t slot) {
-                                     if (p.held_starts.empty()) return true;
-                                     const Duration d = std::min(expected_duration(slots[slot]), p.config.max_hold);
-                                     return p.held_between(now, later(now, d), free) < free;
-                                 },
-                                 took_best, classes);
-        }
-        if (!s) break;
-        // In a remote pool, a worker must take it: a free slot (there is
-        // one, since the capacity is the slots granted), its labels, not
-        // one that nacked it. Else it waits parked, as for a resource.
-        WorkerId worker{};
-        if (p.config.remote && !(worker = pick_worker(*s))) {
-            park_for_worker(*s);
-            passed_over = true;
-            continue;
-        }
-        if (slots[*s].has_needs && !acquire(*s, now)) {
-            passed_over = true;
-            continue;  // parked: try the next
-        }
-        took_best = took_best && !passed_over;
-        start_attempt(*s, now, worker);
-        // The head behind the one taken was queued long ago: with a
-        // large backlog its slot is out of cache, and the next decision
-        // reads it. Start loading it now.
-        p.queue.for_each_head([this](std::uint32_t slot) { __builtin_prefetch(&slots[slot]); });
-    }
+bool may_resubmit(TaskStatus s) {
+    return s == TaskStatus::Failed || s == TaskStatus::DeadLettered || s == TaskStatus::Cancelled;
 }
 
-void Engine::State::forget_retained(Time now) {
-    constexpr std::size_t slot_lookahead = 4;
-    while (!retained.empty()) {
-        const std::uint32_t s = retained.front();
-        TaskSlot& t = slots[s];
-        if (retained.size() <= config.retention_max && now - t.ready_since < config.retention) break;
-        by_task.erase(t.id.value);
-        if (const std::string* key = key_of(t)) keys.erase(keys.find(*key));  // by iterator: the key lives in that node
-        actions.emplace_back(Forget{t.id, t.user});
-        t.id = TaskId{};
-        if (t.extras != no_slot) {
-            extras.release(t.extras);
-            t.extras = no_slot;
-        }
-        free_slots.push_back(s);  // the next admission takes it, still in cache
-        retained.pop_front();
-        // Tasks are forgotten in this order, one or a few per call, long
-        // after they ended: in a large engine their slots and id entries
-        // are out of cache. Start loading the slot of a task a few places
-        // on, and the id entry of the next one (its slot, loaded calls
-        // ago, names the id).
-        if (retained.size() > 1) by_task.prefetch(slots[retained[1]].id.value);
-        if (retained.size() > slot_lookahead) __builtin_prefetch(&slots[retained[slot_lookahead]]);
-    }
-}
-
-void Engine::State::settle(Time now) {
-    // Handing over, waiting tasks keep their status: the next leader
-    // evaluates their dependencies again when it restores them.
-    if (!graph.resolved.empty() && !handing_over) resolve_dependents(now);
-    for (std::size_t i = 0; i < pools.size(); ++i)
-        if (pools[i].autoscale_config && !handing_over) autoscale(static_cast<PoolId>(i), now);
-    for (PoolState& p : pools) {
-        if (!p.dirty) continue;
-        // A call only when the dispatch has something to do: not after most
-        // completions, nor after a submission that started at once.
-        if (can_dispatch(p))
-            dispatch(p, now);
-        else
-            p.dirty = false;
-    }
-    if (parked_tasks) revisit_parked(now);
-    if (full_pools > 0) announce_space();
-    forget_retained(now);
-    // Keep the heap top live, so that next_wakeup() never names a
-    // wakeup with nothing to do, and an idle engine has none.
-    while (!timers.empty() && !timer_live(timers.front())) {
-        std::pop_heap(timers.begin(), timers.end());
-        timers.pop_back();
-    }
-}
+}  // namespace
 
 // ---- public API -------------------------------------------------------------
 
@@ -137,9 +35,6 @@ Engine::Engine(EngineConfig config) {
     raise_counter(next_task_id, config.first_task_id);
     raise_counter(next_lease_id, config.first_lease_id);
     s_ = std::make_unique<State>(std::move(config));
-    for (const Resource& r : s_->config.resources) s_->registry.add(r, Time{});  // buckets start full
-    s_->parked.resize(s_->registry.size());
-    s_->refill_at.assign(s_->registry.size(), never);
 }
 
 Engine::~Engine() = default;
@@ -161,7 +56,7 @@ PoolId Engine::add_pool(PoolConfig config) {
     if (config.unknown_dependency.awaits() && config.unknown_dependency.timeout().count() <= 0)
         throw ConfigError(describe_pool(config) + "unknown_dependency: the Await timeout must be positive");
     if (config.remote) {
-        // The capacity is what connected workers are granted (engine_remote.cpp).
+        // The capacity is what connected workers are granted (worker_roster.hpp).
         if (config.autoscale || config.user_scaler)
             throw ConfigError(describe_pool(config) +
                               "autoscale: a remote pool's capacity is the slots granted to its workers");
@@ -180,8 +75,6 @@ PoolId Engine::add_pool(PoolConfig config) {
         if (auto problem = detail::check_autoscale(*config.autoscale)) throw ConfigError(describe_pool(config) + *problem);
     PoolState p(s_->config.metrics_window);
     p.autoscale_config = config.autoscale;
-    p.may_shed = config.overflow == OverflowPolicy::ShedLowest || config.overflow == OverflowPolicy::ShedOldest ||
-                 s_->config.global_bounds.bounded();
     // At least one slot, as docs/guide/time-and-cron.md says, even for a fraction of 0.
     p.reservations.set_limit(std::max<std::size_t>(
         1, static_cast<std::size_t>(std::floor(config.reservable_fraction * static_cast<double>(config.max_workers)))));
@@ -189,8 +82,9 @@ PoolId Engine::add_pool(PoolConfig config) {
     p.counters.capacity = config.capacity;
     p.queue.set_shares(s_->config.priority.min_share);
     p.config = std::move(config);
+    s_->bounds.add_pool(p);
     s_->pools.push_back(std::move(p));
-    s_->remote_pools.resize(s_->pools.size());
+    s_->workers.add_pool();
     return static_cast<PoolId>(s_->pools.size() - 1);
 }
 
@@ -218,35 +112,35 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     State& s = *s_;
     s.kinds.next_admission();
     if (!spec.depends_on.empty() || spec.start) {
-        auto r = s.admit(std::span(&spec, 1), now);
+        auto r = s.admit_batch(std::span(&spec, 1), now);
         if (!r) return {r.error(), r.message()};
         return r.value().front();
     }
     // The common case, without the batch's bookkeeping.
-    if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+    if (s.life.shutting_down()) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
     std::string why;
-    if (auto error = s.check_spec(spec, why)) return {*error, std::move(why)};
+    if (auto error = s.admission.check_spec(spec, why)) return {*error, std::move(why)};
     s.run_due_timers(now);
     if (spec.key) {
-        if (auto held = s.keys.find(*spec.key); held != s.keys.end()) {
+        if (auto held = s.tasks.key_holder(*spec.key)) {
             s.settle(now);
-            return held->second;
+            return *held;
         }
     }
-    if (auto error = s.make_room(spec.pool, spec.priority, why, now)) {
+    if (auto error = s.admission.make_room(spec.pool, spec.priority, why, now)) {
         s.settle(now);
         return {*error, std::move(why)};
     }
-    const std::uint32_t slot = s.allocate_slot();
-    const TaskId id = s.admit_one(spec, slot);
-    if (!s.start_at_once(slot, now)) s.make_ready(slot, now, false, /*admitting=*/true);
+    const std::uint32_t slot = s.tasks.allocate();
+    const TaskId id = s.admission.admit_one(spec, slot);
+    if (!s.life.start_at_once(slot, now)) s.life.make_ready(slot, now, false, /*admitting=*/true);
     s.settle(now);
     return id;
 }
 
 SubmitResult<std::vector<TaskId>> Engine::submit_batch(std::span<const TaskSpec> specs, Time now) {
     s_->kinds.next_admission();
-    return s_->admit(specs, now);
+    return s_->admit_batch(specs, now);
 }
 
 bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now, WorkerId from) {
@@ -254,16 +148,16 @@ bool Engine::complete(LeaseId lease, const Outcome& outcome, Time now, WorkerId 
     const auto found = s.live_lease(lease, now, from);
     if (!found) return false;
     const std::uint32_t slot = *found;
-    TaskSlot& t = s.slots[slot];
-    const AttemptState ended = s.end_lease(t, now);
+    TaskSlot& t = s.tasks[slot];
+    const AttemptState ended = s.life.end_lease(t, now);
     switch (outcome.kind) {
         case Outcome::Kind::Success:
             s.pools[t.pool].run_times[t.kind].add(now - ended.started);
-            s.finish(slot, TaskStatus::Succeeded, {}, now);
+            s.life.finish(slot, TaskStatus::Succeeded, {}, now);
             break;
-        case Outcome::Kind::Permanent: s.finish(slot, TaskStatus::Failed, outcome.message, now); break;
-        case Outcome::Kind::Cancelled: s.finish(slot, TaskStatus::Cancelled, outcome.message, now); break;
-        case Outcome::Kind::Retryable: s.fail_retryable(slot, outcome.message, outcome.retry_after, now); break;
+        case Outcome::Kind::Permanent: s.life.finish(slot, TaskStatus::Failed, outcome.message, now); break;
+        case Outcome::Kind::Cancelled: s.life.finish(slot, TaskStatus::Cancelled, outcome.message, now); break;
+        case Outcome::Kind::Retryable: s.life.fail_retryable(slot, outcome.message, outcome.retry_after, now); break;
     }
     s.settle(now);
     return true;
@@ -273,9 +167,9 @@ bool Engine::heartbeat(LeaseId lease, Time now, WorkerId from) {
     State& s = *s_;
     const auto found = s.live_lease(lease, now, from);
     if (!found) return false;
-    TaskSlot& t = s.slots[*found];
+    TaskSlot& t = s.tasks[*found];
     const auto& ttl = s.pools[t.pool].config.lease_ttl;
-    if (ttl) s.attempts[t.run].lease_expiry = later(now, *ttl);
+    if (ttl) s.tasks.attempt(t).lease_expiry = later(now, *ttl);
     s.settle(now);
     return true;
 }
@@ -283,18 +177,18 @@ bool Engine::heartbeat(LeaseId lease, Time now, WorkerId from) {
 bool Engine::cancel(TaskId task, Time now) {
     State& s = *s_;
     s.run_due_timers(now);
-    const auto found = s.live_slot(task);  // terminal tasks are not live
+    const auto found = s.tasks.live_slot(task);  // terminal tasks are not live
     if (!found) {
         s.settle(now);
         return false;
     }
     const std::uint32_t slot = *found;
-    TaskSlot& t = s.slots[slot];
+    TaskSlot& t = s.tasks[slot];
     // A Running task without an attempt had it aborted at a hand-over.
     if (t.status == TaskStatus::Running && t.run != no_slot)
-        s.abandon_attempt(slot, AbortReason::Cancelled, now);
+        s.life.abandon_attempt(slot, AbortReason::Cancelled, now);
     else
-        s.finish(slot, TaskStatus::Cancelled, "cancelled", now);
+        s.life.finish(slot, TaskStatus::Cancelled, "cancelled", now);
     s.settle(now);
     return true;
 }
@@ -302,7 +196,7 @@ bool Engine::cancel(TaskId task, Time now) {
 void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     PoolState& p = s_->pools.at(pool);
     if (p.config.remote) return;  // its workers' granted slots are its capacity
-    if (auto* a = s_->scaler_of(p, now)) a->wake(now);
+    if (auto* a = p.scaler(now)) a->wake(now);
     p.metrics.accrue(now, p.counters.running, p.capacity);
     p.capacity = capacity;
     p.counters.capacity = capacity;
@@ -321,7 +215,7 @@ bool Engine::answer_scaler(PoolId pool, std::optional<std::size_t> desired, Time
     State& s = *s_;
     s.pools.at(pool);  // throws for an unknown pool, as counters() does
     s.run_due_timers(now);
-    const bool open = s.answer_scaler(pool, desired, now);
+    const bool open = s.scaling.answer(pool, desired, now);
     s.settle(now);
     return open;
 }
@@ -334,74 +228,65 @@ void Engine::tick(Time now) {
 void Engine::shutdown(Time now, Time grace_end) {
     State& s = *s_;
     s.run_due_timers(now);
-    s.shutting_down = true;
-    s.handing_over = false;  // after a hand-over: what is left ends here after all
-    for (std::uint32_t slot = 0; slot < s.slots.size(); ++slot) {
-        const TaskSlot& t = s.slots[slot];
+    s.life.begin_shutdown();
+    for (std::uint32_t slot = 0; slot < s.tasks.size(); ++slot) {
+        const TaskSlot& t = s.tasks[slot];
         if (t.id && !is_terminal(t.status) && (t.status != TaskStatus::Running || t.run == no_slot))
-            s.finish(slot, TaskStatus::Cancelled, "shutdown", now);
+            s.life.finish(slot, TaskStatus::Cancelled, "shutdown", now);
     }
-    s.shorten_grace(now, grace_end);
+    s.life.shorten_grace(now, grace_end);
     s.settle(now);
 }
 
-bool Engine::is_shutting_down() const { return s_->shutting_down; }
+bool Engine::is_shutting_down() const { return s_->life.shutting_down(); }
 
 void Engine::hand_over(Time now, Time grace_end) {
     State& s = *s_;
-    if (s.shutting_down && !s.handing_over) return shutdown(now, grace_end);  // nothing is left to hand over
+    // Once shutting down, nothing is left to hand over.
+    if (s.life.shutting_down() && !s.life.handing_over()) return shutdown(now, grace_end);
     s.run_due_timers(now);
-    s.shutting_down = true;
-    s.handing_over = true;
-    s.shorten_grace(now, grace_end);
+    s.life.begin_hand_over();
+    s.life.shorten_grace(now, grace_end);
     s.settle(now);
 }
 
-bool Engine::is_handed_over() const { return s_->handing_over && !s_->any_running(); }
+bool Engine::is_handed_over() const { return s_->life.handing_over() && !s_->life.any_running(); }
 
 std::optional<std::string> Engine::set_rate(std::string_view bucket, double rate_per_s, Time now) {
     State& s = *s_;
-    const auto id = s.registry.find(bucket);
-    if (!id) return "unknown resource \"" + std::string(bucket) + "\"";
+    if (!s.resources.registry().find(bucket)) return "unknown resource \"" + std::string(bucket) + "\"";
     s.run_due_timers(now);
-    auto problem = s.registry.set_rate(*id, rate_per_s, now);
-    // Parked tasks re-park with a refill time at the new rate.
-    if (!problem) s.unpark(*id, now);
+    auto problem = s.resources.set_rate(bucket, rate_per_s, now);
     s.settle(now);
     return problem;
 }
 
 bool Engine::next_wakeup_into(Time& at) const {
     if (s_->timers.empty()) return false;
-    at = s_->timers.front().at;
+    at = s_->timers.top().at;
     return true;
 }
 
 std::optional<TaskId> Engine::find_key(std::string_view key) const {
-    auto held = s_->keys.find(key);
-    if (held == s_->keys.end()) return std::nullopt;
-    return held->second;
+    return s_->tasks.key_holder(key);
 }
 
-std::optional<std::uint64_t> Engine::user(TaskId task) const { return s_->user_of(task); }
+std::optional<std::uint64_t> Engine::user(TaskId task) const { return s_->tasks.user_of(task); }
 
 void Engine::release_user(TaskId task) {
-    if (TaskSlot* t = s_->retained_slot(task)) t->user = 0;
+    if (TaskSlot* t = s_->tasks.retained_slot(task)) t->user = 0;
 }
 
 std::optional<TaskStatus> Engine::status(TaskId task) const {
-    return s_->status_of(task);
+    return s_->tasks.status_of(task);
 }
 
-void Engine::report_implied_transitions(bool on) { s_->report_implied = on; }
-void Engine::release_users_at_end(bool on) { s_->release_users_at_end = on; }
+void Engine::report_implied_transitions(bool on) { s_->life.report_implied = on; }
+void Engine::release_users_at_end(bool on) { s_->life.release_users_at_end = on; }
 
-void Engine::drain(std::vector<Action>& out) {
-    out.clear();
-    out.swap(s_->actions);
-}
+void Engine::drain(std::vector<Action>& out) { s_->out.drain(out); }
 
-bool Engine::has_actions() const { return !s_->actions.empty(); }
+bool Engine::has_actions() const { return !s_->out.empty(); }
 
 PoolCounters Engine::counters(PoolId pool) const {
     const PoolState& p = s_->pools.at(pool);
@@ -446,8 +331,55 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
     return out;
 }
 
-std::size_t Engine::live_tasks() const { return s_->live; }
-std::size_t Engine::retained_tasks() const { return s_->retained.size(); }
+// ---- durable state (docs/guide/durability.md) --------------------------------
+
+std::vector<SubmitResult<TaskId>> Engine::restore(std::span<const RestoredTask> tasks, Time now) {
+    State& s = *s_;
+    s.kinds.next_admission();
+    // Whatever becomes of them, these ids were issued: never again.
+    std::uint64_t highest = 0;
+    for (const RestoredTask& task : tasks) highest = std::max(highest, task.id.value);
+    if (highest != 0) raise_counter(next_task_id, highest == UINT64_MAX ? highest : highest + 1);
+    if (s.life.shutting_down())
+        return std::vector<SubmitResult<TaskId>>(
+            tasks.size(), SubmitResult<TaskId>(SubmitError::ShuttingDown, "the scheduler is shutting down"));
+    s.run_due_timers(now);
+    auto out = s.recovery.restore(tasks, now);
+    s.settle(now);
+    return out;
+}
+
+SubmitResult<TaskId> Engine::resubmit(TaskId old, const TaskSpec& spec, Time now) {
+    State& s = *s_;
+    // A task whose retention ended by `now` is forgotten before it is looked at.
+    s.run_due_timers(now);
+    s.retention.forget_expired(now, s.tasks, s.out);
+    const auto status = s.tasks.status_of(old);
+    if (!status || !may_resubmit(*status)) {
+        std::string why = !status ? "no task with id " + std::to_string(old.value) +
+                                        " (never submitted, or forgotten after its retention)"
+                                  : s.tasks.describe(old) + " is " + std::string(to_string(*status)) +
+                                        ": only a failed, dead-lettered or cancelled task may be resubmitted";
+        s.settle(now);
+        return {SubmitError::Invalid, std::move(why)};
+    }
+    TaskSlot& ended = *s.tasks.retained_slot(old);  // terminal: may_resubmit
+    const std::string* ended_key = s.tasks.key_of(ended);
+    if (!spec.key || !ended_key || *ended_key != *spec.key) return submit(spec, now);
+    // The key is free while the new task is admitted, and goes back to
+    // `old` if it is not: from outside, it moves or stays in one call.
+    s.tasks.drop_key(*spec.key);
+    s.tasks.extras_of(ended).key = nullptr;
+    // Looked up again below: the admission may move the slots.
+    auto result = submit(spec, now);
+    if (!result)
+        if (TaskSlot* still = s.tasks.retained_slot(old))  // a shed victim may have pushed it out
+            s.tasks.extras_of(*still).key = s.tasks.hold_key(*spec.key, old);
+    return result;
+}
+
+std::size_t Engine::live_tasks() const { return s_->tasks.live_count; }
+std::size_t Engine::retained_tasks() const { return s_->retention.size(); }
 std::uint64_t Engine::late_reports() const { return s_->late; }
 
 NextIds Engine::next_ids() const {

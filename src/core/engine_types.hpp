@@ -1,6 +1,7 @@
 #pragma once
 // The engine's private data types: task slots, their side records, timers
-// and the state of a pool. Transitions over them are in engine_state.hpp.
+// and the state of a pool. The components over them are listed in
+// engine_state.hpp.
 #include <cronoq/config_error.hpp>
 #include <cronoq/core/engine.hpp>
 
@@ -65,9 +66,9 @@ struct RunTimeMean {
 // and fits one cache line: a backlog of a million queued tasks is mostly
 // slots, and a dispatch decision reads the slot of each queue head it
 // compares. What only some tasks have lives out of line:
-// a running attempt's state in State::attempts (`run`), the rare spec
-// fields in State::extras (`extras`), a fixed start in State::starts and
-// resource needs in State::needs (both by task id). Aligned, so that a
+// a running attempt's state and the rare spec fields in the TaskTable
+// (`run`, `extras`), a fixed start in the WaitingRoom and resource needs
+// in the ResourceGate (both by task id). Aligned, so that a
 // slot is one line and not the end of one and the start of the next.
 struct alignas(64) TaskSlot {
     TaskId id;                 // 0 while the slot is free
@@ -86,10 +87,10 @@ struct alignas(64) TaskSlot {
     TaskStatus status = TaskStatus::Ready;
     Priority priority = Priority::Normal;
     bool has_deadline : 1 = false;     // its extras hold the deadline; a flag here so that ranking the others reads no extras
-    bool has_start : 1 = false;        // its StartInfo is in State::starts until it ends
-    bool has_needs : 1 = false;        // its resource needs are in State::needs until it ends
+    bool has_start : 1 = false;        // its StartInfo is in the WaitingRoom until it ends
+    bool has_needs : 1 = false;        // its needs are in the ResourceGate until it ends
     bool holds_resources : 1 = false;  // the running attempt holds them
-    bool has_remote : 1 = false;       // its labels or nacks are in State::remote_tasks until it ends
+    bool has_remote : 1 = false;       // its labels or nacks are in the WorkerRoster until it ends
 };
 static_assert(sizeof(TaskSlot) == 64, "a task slot is one cache line");
 
@@ -102,7 +103,7 @@ struct TaskExtras {
     Duration duration_hint{};          // 0: none
     std::optional<Duration> timeout;   // else the pool's default_timeout
     std::optional<RetryPolicy> retry;  // else the pool's policy
-    const std::string* key = nullptr;  // the one in State::keys (nodes are stable)
+    const std::string* key = nullptr;  // the one in TaskTable's keys (nodes are stable)
 };
 
 // The attempt of a Running task; released when its lease ends.
@@ -152,17 +153,43 @@ struct PoolState {
     detail::Ring<detail::QueueRef> due_starts;  // fixed starts that are due: dispatched first
     detail::Reservations reservations;
     std::multiset<Time> held_starts;  // starts of Scheduled tasks: what holds keep slots for
-    std::array<std::uint32_t, priority_count> oldest_ready{no_slot, no_slot, no_slot, no_slot};
-    std::array<std::uint32_t, priority_count> newest_ready{no_slot, no_slot, no_slot, no_slot};
     // Made at the first call that needs it, so that its clock starts at a
     // real `now` (the engine learns time only from calls).
     std::optional<detail::Autoscaler> autoscaler;
     std::optional<AutoscaleConfig> autoscale_config;
     Time autoscale_armed = never;  // the Autoscale timer in the heap
-    bool may_shed = false;  // keeps the lists above
-    bool full = false;      // a submit got Full: SpaceAvailable once there is room
+    // Its ready tasks are in BacklogBounds' shed lists. Here rather than
+    // there: every task that becomes ready or leaves Ready reads it, and
+    // the pool is at hand.
+    bool may_shed = false;
     std::vector<RunTimeMean> run_times;  // by kind
     bool dirty = false;                  // may dispatch
+
+    /// The pool's autoscaler, if it has one (autoscaling.hpp evaluates it).
+    detail::Autoscaler* scaler(Time now) {
+        if (!autoscale_config) return nullptr;
+        if (!autoscaler)
+            autoscaler.emplace(*autoscale_config, config.min_workers, capacity, config.max_workers,
+                               config.default_duration, now, config.user_scaler);
+        return &*autoscaler;
+    }
+
+    /// A parked task goes back to the queue with its ready time: aging and
+    /// order kept. Shared by every kind of parking (resources, remote
+    /// workers). `latest_start`: its extras' (has_deadline).
+    void requeue(const TaskSlot& t, Time latest_start, detail::QueueRef ref) {
+        if (t.has_deadline)
+            queue.push_deadline(t.priority, latest_start, t.id.value, ref);
+        else
+            queue.push_returned(t.priority, t.ready_since, t.id.value, ref);
+        dirty = true;
+    }
+
+    /// Tasks admitted and not yet running: what bounds count.
+    std::size_t pending() const { return counters.ready + counters.blocked + counters.scheduled + counters.retrying; }
+
+    /// Whether a dispatch has anything to do: a free slot and a ready task.
+    bool can_dispatch() const { return counters.running < capacity && counters.ready > 0; }
 
     /// Expected run time of a task of `kind`: its hint, else the learned
     /// mean of the kind, else the pool's default.

@@ -2,7 +2,7 @@
 // Remote workers in the engine (docs/remote.md): who is connected to each remote
 // pool, with how many granted slots and which labels, and the tasks of the
 // pool that wait for a worker able to take them. Private to the engine;
-// the transitions over it are in engine_remote.cpp.
+// the WorkerRoster (worker_roster.hpp) owns them.
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>

@@ -1,0 +1,246 @@
+#include "lifecycle.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace cronoq::core {
+
+void Lifecycle::leave(TaskSlot& t) {
+    PoolState& p = pools_[t.pool];
+    PoolCounters& c = p.counters;
+    switch (t.status) {
+        case TaskStatus::Ready:
+            --c.ready;
+            if (--c.ready_by_class[index_of(t.priority)] == 0) p.queue.drop_credit(t.priority);
+            if (p.may_shed) bounds_.unlink_ready(tasks_.index_of(t));
+            break;
+        case TaskStatus::Retrying: --c.retrying; break;
+        case TaskStatus::Scheduled:
+            --c.scheduled;
+            // Its hold ends: what it kept off a slot may run now.
+            p.held_starts.erase(p.held_starts.find(waiting_.start_of(t).start));
+            p.dirty = true;
+            break;
+        case TaskStatus::Blocked:
+            --c.blocked;
+            waiting_.drop_blocked(t.id);
+            break;
+        default: break;
+    }
+}
+
+void Lifecycle::become_ready(std::uint32_t s, Time now) {
+    TaskSlot& t = tasks_[s];
+    PoolState& p = pools_[t.pool];
+    leave(t);
+    t.status = TaskStatus::Ready;
+    t.ready_since = now;
+    ++t.gen;
+    ++p.counters.ready;
+    ++p.counters.ready_by_class[index_of(t.priority)];
+    if (auto* a = p.scaler(now)) a->record_arrival(now);
+    if (p.may_shed) bounds_.link_ready(s);
+}
+
+bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
+    TaskSlot& t = tasks_[s];
+    PoolState& p = pools_[t.pool];
+    // What settle() does before its dispatch (dependents resolved, the
+    // pool rescaled) or what the dispatch weighs (other ready tasks, slots
+    // held for fixed starts, resources, workers) could choose otherwise.
+    if (handing_over_ || p.counters.running >= p.capacity || p.counters.ready > 0 || !p.held_starts.empty() ||
+        p.config.remote || p.autoscale_config || t.has_needs || waiting_.has_resolved())
+        return false;
+    become_ready(s, now);
+    if (report_implied) out_.emit_status(t, now);
+    start_attempt(s, now, WorkerId{}, /*took_best=*/true);  // the only ready task
+    return true;
+}
+
+void Lifecycle::make_ready(std::uint32_t s, Time now, bool due_start, bool admitting) {
+    become_ready(s, now);
+    TaskSlot& t = tasks_[s];
+    PoolState& p = pools_[t.pool];
+    if (due_start) {
+        p.due_starts.push_back({s, t.gen});
+    } else if (t.has_deadline) {
+        TaskExtras& e = tasks_.extras(t);
+        e.latest_start = add_saturated(e.deadline, -expected_duration(t));
+        p.queue.push_deadline(t.priority, e.latest_start, t.id.value, {s, t.gen});
+    } else {
+        p.queue.push(t.priority, {s, t.gen});
+    }
+    p.dirty = true;
+    if (report_implied || !admitting) out_.emit_status(t, now);
+}
+
+void Lifecycle::start_attempt(std::uint32_t s, Time now, WorkerId worker, bool took_best) {
+    TaskSlot& t = tasks_[s];
+    PoolState& p = pools_[t.pool];
+    leave(t);
+    p.metrics.accrue(now, p.counters.running, p.capacity);
+    detail::MetricsSlice& m = p.metrics.at(now);
+    ++m.dispatched;
+    m.adherent += took_best ? 1 : 0;
+    m.wait.record(now - t.ready_since);
+    ++p.counters.running;
+    ++p.counters.dispatched;
+    t.status = TaskStatus::Running;
+    ++t.attempt;
+    ++t.gen;
+    if (t.has_start && t.attempt == 1) waiting_.count_start(t, now);
+    AttemptState& a = tasks_.open_attempt(t);
+    a.lease = LeaseId{next_lease_id.fetch_add(1, std::memory_order_relaxed)};
+    a.started = now;
+    const Duration timeout = timeout_of(t);
+    a.deadline = timeout.count() > 0 ? later(now, timeout) : never;
+    a.lease_expiry = p.config.lease_ttl ? later(now, *p.config.lease_ttl) : never;
+    a.worker = worker;
+    if (worker) workers_.lease_started(worker, a.lease);
+    tasks_.add_lease(a.lease, s);
+    const Time check = std::min(a.deadline, a.lease_expiry);
+    if (check != never) timers_.push(check, s, t.gen, TimerKind::Attempt);
+    Dispatch& d = out_.emit<Dispatch>();
+    d.task = t.id;
+    d.lease = a.lease;
+    d.pool = t.pool;
+    d.attempt = t.attempt;
+    d.user = t.user;
+    if (timeout.count() > 0) d.timeout = timeout;
+    if (t.has_deadline) d.deadline = tasks_.extras(t).deadline;
+    d.worker = worker;
+    if (report_implied) out_.emit_status(t, now);  // else its Dispatch says so
+}
+
+AttemptState Lifecycle::end_lease(TaskSlot& t, Time now) {
+    const AttemptState a = tasks_.close_attempt(t);
+    if (t.holds_resources) resources_.release(t, now);
+    if (a.worker) workers_.lease_ended(a.worker, a.lease);
+    PoolState& p = pools_[t.pool];
+    if (auto* scaler = p.scaler(now)) scaler->record_service(now - a.started);
+    p.metrics.accrue(now, p.counters.running, p.capacity);
+    p.metrics.at(now).run.record(now - a.started);
+    --p.counters.running;
+    p.dirty = true;
+    return a;
+}
+
+void Lifecycle::finish(std::uint32_t s, TaskStatus status, std::string message, Time now) {
+    TaskSlot& t = tasks_[s];
+    PoolCounters& c = pools_[t.pool].counters;
+    leave(t);
+    if (t.has_start) waiting_.drop_start(t);
+    if (t.has_needs) resources_.drop_needs(t);
+    if (t.has_remote) workers_.drop_task(t);
+    waiting_.ended(t.id, status);
+    t.status = status;
+    ++t.gen;
+    detail::MetricsSlice& m = pools_[t.pool].metrics.at(now);
+    switch (status) {
+        case TaskStatus::Succeeded: ++c.succeeded; ++m.succeeded; break;
+        case TaskStatus::Failed: ++c.failed; ++m.failed; break;
+        case TaskStatus::DeadLettered: ++c.dead_lettered; ++m.dead_lettered; break;
+        case TaskStatus::Shed: ++m.shed; break;
+        case TaskStatus::Cancelled: ++c.cancelled; break;
+        case TaskStatus::Skipped: ++c.skipped; break;
+        case TaskStatus::Missed: ++c.missed; break;
+        default: break;
+    }
+    --tasks_.live_count;
+    kinds_.task_ended(t.kind);
+    out_.emit_status(t, now, std::nullopt, std::move(message));
+    // Retained in its own slot: its id entry stays as it is (in a large
+    // table that entry is long out of cache; the slot is not).
+    t.ready_since = now;
+    if (release_users_at_end && !tasks_.key_of(t)) t.user = 0;
+    retention_.retain(s);
+}
+
+void Lifecycle::fail_retryable(std::uint32_t s, std::string message, std::optional<Duration> retry_after, Time now) {
+    TaskSlot& t = tasks_[s];
+    if (shutting_down_ && !handing_over_) return finish(s, TaskStatus::Cancelled, "shutdown: " + message, now);
+    workers_.clear_nacks(t);  // a new attempt may go anywhere
+    const RetryPolicy& retry = retry_of(t);
+    if (t.attempt >= retry.max_attempts) return finish(s, TaskStatus::DeadLettered, std::move(message), now);
+    PoolState& p = pools_[t.pool];
+    ++p.counters.retried;
+    ++p.metrics.at(now).retried;
+    ++p.counters.retrying;
+    t.status = TaskStatus::Retrying;
+    ++t.gen;
+    const Duration delay = detail::retry_delay(retry, t.attempt + 1, retry_after, rng_);
+    const Time at = delay.count() > 0 ? later(now, delay) : now;
+    out_.emit_status(t, now, at, std::move(message));
+    // Handing over, it stays Retrying for the next leader even without a delay.
+    if (delay.count() <= 0 && !handing_over_) return make_ready(s, now);
+    if (at != never) timers_.push(at, s, t.gen, TimerKind::RetryDone);
+}
+
+void Lifecycle::abandon_attempt(std::uint32_t s, AbortReason reason, Time now) {
+    TaskSlot& t = tasks_[s];
+    const AttemptState ended = end_lease(t, now);
+    out_.emit(Abort{t.id, ended.lease, t.pool, reason, t.user});
+    PoolCounters& c = pools_[t.pool].counters;
+    switch (reason) {
+        case AbortReason::Timeout:
+            ++c.timed_out;
+            return fail_retryable(s, "timeout", std::nullopt, now);
+        case AbortReason::LeaseExpired:
+            ++c.lease_expired;
+            return fail_retryable(s, "lease expired", std::nullopt, now);
+        case AbortReason::Cancelled: return finish(s, TaskStatus::Cancelled, "cancelled", now);
+        case AbortReason::Shutdown: return finish(s, TaskStatus::Cancelled, "shutdown", now);
+        case AbortReason::WorkerLost: return fail_retryable(s, "worker disconnected", std::nullopt, now);
+    }
+}
+
+void Lifecycle::shed(std::uint32_t s, const std::string& why, Time now) {
+    std::string message = "shed: ";
+    message.append(why);
+    ++pools_[tasks_[s].pool].counters.shed;
+    finish(s, TaskStatus::Shed, std::move(message), now);
+}
+
+void Lifecycle::fail_stranded(std::uint32_t s, Time now) {
+    TaskSlot& t = tasks_[s];
+    leave(t);
+    // As at the nack: the attempt counts after all, and fails from
+    // Running (whose count leave() does not keep).
+    t.status = TaskStatus::Running;
+    ++t.attempt;
+    fail_retryable(s, "nacked, and no other connected worker can take it", std::nullopt, now);
+}
+
+void Lifecycle::restore_retrying(std::uint32_t s, Time until) {
+    TaskSlot& t = tasks_[s];
+    leave(t);
+    t.status = TaskStatus::Retrying;
+    ++t.gen;
+    ++pools_[t.pool].counters.retrying;
+    timers_.push(until, s, t.gen, TimerKind::RetryDone);
+}
+
+void Lifecycle::abort_all_running(Time now) {
+    for (std::uint32_t s = 0; s < tasks_.size(); ++s) {
+        TaskSlot& t = tasks_[s];
+        if (!t.id || t.status != TaskStatus::Running || t.run == no_slot) continue;
+        if (!handing_over_) {
+            abandon_attempt(s, AbortReason::Shutdown, now);
+            continue;
+        }
+        const AttemptState ended = end_lease(t, now);
+        ++t.gen;  // its attempt's timer is stale
+        out_.emit(Abort{t.id, ended.lease, t.pool, AbortReason::Shutdown, t.user});
+    }
+}
+
+void Lifecycle::shorten_grace(Time now, Time end) {
+    if (end >= grace_end_) return;
+    grace_end_ = end;
+    if (end <= now)
+        abort_all_running(now);
+    else
+        timers_.push(end, no_slot, 0, TimerKind::ShutdownGrace);
+}
+
+}  // namespace cronoq::core
