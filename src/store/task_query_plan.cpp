@@ -71,27 +71,39 @@ TaskQueryPlan::TaskQueryPlan(const TaskQuery& query)
     statuses_.erase(std::unique(statuses_.begin(), statuses_.end()), statuses_.end());
     // A pool without statuses: one walk per status, each through the
     // (pool, status, id) index, rather than one walk of the pool's rows
-    // that would have to be sorted by id.
+    // that would have to be sorted by id. Statuses without a pool: one walk
+    // per pool and status (needs_pools).
     if (statuses_.empty() && query.pool)
         for (int s = static_cast<int>(TaskStatus::Blocked); s <= static_cast<int>(TaskStatus::Shed); ++s)
             statuses_.push_back(static_cast<TaskStatus>(s));
 }
 
-std::vector<WalkSql> TaskQueryPlan::walks(SqlDialect dialect, const std::string& table,
-                                          const std::string& columns) const {
+std::string pools_sql(const std::string& table) {
+    std::string sql = "WITH RECURSIVE p(pool) AS (SELECT min(pool) FROM " + table;
+    sql += " UNION ALL SELECT (SELECT min(pool) FROM " + table;
+    sql += " WHERE pool > p.pool) FROM p WHERE p.pool IS NOT NULL) SELECT pool FROM p WHERE pool IS NOT NULL";
+    return sql;
+}
+
+std::vector<WalkSql> TaskQueryPlan::walks(SqlDialect dialect, const std::string& table, const std::string& columns,
+                                          const std::vector<std::string>& pools) const {
     std::vector<WalkSql> out;
-    if (statuses_.empty()) out.push_back(walk(dialect, table, columns, std::nullopt));
-    for (const TaskStatus s : statuses_) out.push_back(walk(dialect, table, columns, s));
+    if (statuses_.empty()) out.push_back(walk(dialect, table, columns, std::nullopt, query_.pool));
+    for (const TaskStatus s : statuses_) {
+        if (!needs_pools()) out.push_back(walk(dialect, table, columns, s, query_.pool));
+        else
+            for (const std::string& pool : pools) out.push_back(walk(dialect, table, columns, s, pool));
+    }
     return out;
 }
 
 WalkSql TaskQueryPlan::walk(SqlDialect dialect, const std::string& table, const std::string& columns,
-                            std::optional<TaskStatus> status) const {
+                            std::optional<TaskStatus> status, const std::optional<std::string>& pool) const {
     WalkSql out;
     out.sql = "SELECT " + columns + " FROM " + table;
     Filters f(dialect, out);
+    if (pool) f.compare("pool", "=", *pool);
     if (status) f.compare("status", "=", std::string(to_string(*status)));
-    if (query_.pool) f.compare("pool", "=", *query_.pool);
     if (before_id_) f.compare("id", "<", *before_id_);
     if (query_.kind) f.compare("kind", "=", *query_.kind);
     if (query_.key_prefix) f.key_prefix(*query_.key_prefix);

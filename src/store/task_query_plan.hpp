@@ -1,8 +1,8 @@
 #pragma once
 // How a store answers `Store::query` (docs/store.md, "Queries"), the same for
-// every backend: the limit clamped, the cursor read, one walk per status
-// (each through the (status, id) or (pool, status, id) index, so each stops
-// after a page), the filters as SQL, and the walks merged into one page.
+// every backend: the limit clamped, the cursor read, one walk per pool and
+// status (each through the (pool, status, id) index, so each stops after a
+// page), the filters as SQL, and the walks merged into one page.
 #include "stored_values.hpp"
 
 #include <cronoq/store/journal.hpp>
@@ -37,9 +37,15 @@ public:
     /// Throws std::invalid_argument for a cursor that no page returned.
     explicit TaskQueryPlan(const TaskQuery& query);
 
+    /// True when the walks need the store's pool names (`pools_sql`):
+    /// statuses without a pool walk each pool's rows of each status.
+    bool needs_pools() const { return !statuses_.empty() && !query_.pool; }
+
     /// The SELECTs to run (in one read transaction), each returning at most
-    /// limit + 1 rows of `columns` from `table`, newest first.
-    std::vector<WalkSql> walks(SqlDialect dialect, const std::string& table, const std::string& columns) const;
+    /// limit + 1 rows of `columns` from `table`, newest first. `pools`: the
+    /// store's pool names when `needs_pools()`, read in that transaction.
+    std::vector<WalkSql> walks(SqlDialect dialect, const std::string& table, const std::string& columns,
+                               const std::vector<std::string>& pools = {}) const;
 
     /// The page from the walks' rows, in any order.
     RowPage page(std::vector<TaskRow> rows) const;
@@ -48,13 +54,18 @@ public:
 
 private:
     WalkSql walk(SqlDialect dialect, const std::string& table, const std::string& columns,
-                 std::optional<TaskStatus> status) const;
+                 std::optional<TaskStatus> status, const std::optional<std::string>& pool) const;
 
     const TaskQuery& query_;
     std::size_t limit_;
     std::optional<std::int64_t> before_id_;  ///< from the cursor
     std::vector<TaskStatus> statuses_;       ///< one walk each; empty: one walk of all
 };
+
+/// The distinct pool names of `table`, one index probe per pool (a loose
+/// scan of the (pool, status, id) index through a recursive query), the
+/// same SQL for both backends.
+std::string pools_sql(const std::string& table);
 
 /// The cursor of a page that ends at `id`.
 std::string cursor_after(TaskId id);

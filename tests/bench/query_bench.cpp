@@ -113,7 +113,7 @@ cronoq::TaskQuery query_for(int which, std::int64_t rows) {
     switch (which) {
         case 0: q.statuses = {cronoq::TaskStatus::DeadLettered}; break;
         case 1: q.pool = "pool-3"; break;
-        case 2: q.pool = "pool-3"; q.statuses = {cronoq::TaskStatus::Failed}; break;
+        case 2: q.pool = "pool-4"; q.statuses = {cronoq::TaskStatus::Failed}; break;
         case 3:
             q.statuses = {cronoq::TaskStatus::DeadLettered};
             q.cursor = std::to_string(rows / 2);

@@ -45,13 +45,20 @@ TEST(SqliteQueryPlan, EveryWalkReadsAnIndexInIdOrder) {
     };
     for (const TaskQuery& query : queries) {
         const store::TaskQueryPlan plan(query);
-        for (const store::WalkSql& walk : plan.walks(store::SqlDialect::Sqlite, "tasks", "id, key")) {
+        EXPECT_EQ(plan.needs_pools(), !query.statuses.empty() && !query.pool);
+        const auto walks = plan.walks(store::SqlDialect::Sqlite, "tasks", "id, key", {"p", "q"});
+        EXPECT_FALSE(walks.empty());
+        for (const store::WalkSql& walk : walks) {
             const std::string lines = plan_of(db, walk);
             EXPECT_EQ(lines.find("TEMP B-TREE"), std::string::npos) << walk.sql << "\n" << lines;
-            const char* index = query.pool ? "tasks_by_pool" : query.statuses.empty() ? "" : "tasks_by_status_id";
+            const char* index = query.pool || !query.statuses.empty() ? "tasks_by_pool" : "";
             EXPECT_NE(lines.find(index), std::string::npos) << walk.sql << "\n" << lines;
         }
     }
+    // The pool names: index probes, not a scan of the table.
+    const std::string lines = plan_of(db, store::WalkSql{store::pools_sql("tasks"), {}});
+    EXPECT_NE(lines.find("tasks_by_pool"), std::string::npos) << lines;
+    EXPECT_EQ(lines.find("SCAN tasks"), std::string::npos) << lines;
 }
 
 TEST(SqliteQueryPlan, AStoreOfSchemaVersionOneMigratesAndKeepsItsRows) {
@@ -67,21 +74,22 @@ TEST(SqliteQueryPlan, AStoreOfSchemaVersionOneMigratesAndKeepsItsRows) {
     {
         // Back to version 1 as it was written: no fair_key, no query indexes.
         RawDb raw(file);
-        raw.exec("DROP INDEX tasks_by_status_id; DROP INDEX tasks_by_pool; DROP INDEX tasks_by_fair_key; "
+        raw.exec("DROP INDEX tasks_by_pool; DROP INDEX tasks_by_fair_key; "
                  "ALTER TABLE tasks DROP COLUMN fair_key; PRAGMA user_version = 1");
     }
     auto store = SqliteStore::open(file);
     RawDb raw(file);
     EXPECT_EQ(raw.query_int("PRAGMA user_version"), 2);
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN "
-                            "('tasks_by_status_id', 'tasks_by_pool', 'tasks_by_fair_key')"),
-              3);
+                            "('tasks_by_pool', 'tasks_by_fair_key')"),
+              2);
     const TaskPage page = store->query({});
     ASSERT_EQ(page.tasks.size(), 2u);
     EXPECT_EQ(page.tasks[0].id, TaskId{2});
     EXPECT_EQ(page.tasks[0].payload, "payload-2");
     EXPECT_FALSE(page.tasks[0].fair_key);
     EXPECT_EQ(store->query({.fair_key = ""}).tasks.size(), 2u);
+    EXPECT_EQ(store->query({.statuses = {TaskStatus::Ready}}).tasks.size(), 2u);
 }
 
 }  // namespace

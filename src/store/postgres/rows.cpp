@@ -79,12 +79,10 @@ std::string schema_v1(const Names& n) {
 }
 
 /// Version 2: fair keys (a nullable column, docs/store.md "Queries") and the
-/// indexes that keep a page of `Store::query` cheap on a large store.
+/// index that keeps a page of `Store::query` cheap on a large store.
 std::string migrate_v1_to_v2(const Names& n) {
     std::string sql = "ALTER TABLE " + n.tasks;
     sql += " ADD COLUMN fair_key text;";
-    sql += "CREATE INDEX tasks_by_status_id ON " + n.tasks;
-    sql += " (status, id);";
     sql += "CREATE INDEX tasks_by_pool ON " + n.tasks;
     sql += " (pool, status, id);";
     sql += "CREATE INDEX tasks_by_fair_key ON " + n.tasks;
@@ -247,7 +245,12 @@ std::vector<TaskRow> query_tasks(Connection& c, const Names& n, const TaskQueryP
     c.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");  // one snapshot for every walk
     std::vector<TaskRow> rows;
     try {
-        for (const WalkSql& walk : plan.walks(SqlDialect::Postgres, n.tasks, task_columns)) {
+        std::vector<std::string> pools;
+        if (plan.needs_pools()) {
+            Result r = c.exec(pools_sql(n.tasks));
+            for (int i = 0; i < r.rows(); ++i) pools.push_back(r.text(i, 0));
+        }
+        for (const WalkSql& walk : plan.walks(SqlDialect::Postgres, n.tasks, task_columns, pools)) {
             std::vector<Param> params;
             for (const auto& value : walk.params) std::visit([&](const auto& v) { params.emplace_back(v); }, value);
             Result r = c.exec(walk.sql, params);

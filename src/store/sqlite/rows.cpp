@@ -136,7 +136,12 @@ std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::
 std::vector<TaskRow> query_tasks(Connection& connection, const TaskQueryPlan& plan) {
     ReadTransaction read(connection);  // one snapshot for every walk
     std::vector<TaskRow> rows;
-    for (const WalkSql& walk : plan.walks(SqlDialect::Sqlite, "tasks", task_columns)) {
+    std::vector<std::string> pools;
+    if (plan.needs_pools()) {
+        Statement names(connection, pools_sql("tasks").c_str());
+        while (names.step()) pools.push_back(names.text(0));
+    }
+    for (const WalkSql& walk : plan.walks(SqlDialect::Sqlite, "tasks", task_columns, pools)) {
         Statement statement(connection, walk.sql.c_str());
         for (std::size_t i = 0; i < walk.params.size(); ++i)
             std::visit([&](const auto& value) { statement.bind(static_cast<int>(i + 1), value); }, walk.params[i]);

@@ -45,7 +45,8 @@ std::vector<std::uint64_t> ids(const Store& store, TaskQuery query) {
     return ids_of(page);
 }
 
-// Twelve tasks: pools a and b, kinds x and y, some keyed, statuses mixed.
+// Twelve tasks: pools a and b (3, 6, 9, 12), kinds x (1 to 6) and y, keyed
+// 3, 4, 6, 9, 12; statuses by id % 4: ready, dead_lettered, succeeded, failed.
 void insert_sample(Leader& leader) {
     Batch batch;
     const TaskStatus statuses[] = {TaskStatus::Ready, TaskStatus::DeadLettered, TaskStatus::Succeeded,
@@ -54,7 +55,7 @@ void insert_sample(Leader& leader) {
         std::optional<std::string> key;
         if (id % 3 == 0) key = "invoice-" + std::to_string(id);
         if (id == 4) key = "in%_x";  // LIKE's wildcards, compared as text
-        store::TaskRow row = row_of(id, statuses[id % 4], id % 2 ? "a" : "b", id <= 6 ? "x" : "y", key);
+        store::TaskRow row = row_of(id, statuses[id % 4], id % 3 ? "a" : "b", id <= 6 ? "x" : "y", key);
         if (id == 5) row.options = R"({"v":1,"priority":0})";
         if (id == 6) row.options = R"({"v":1,"priority":3})";
         batch.changes.emplace_back(store::TaskInserted{std::move(row)});
@@ -71,11 +72,13 @@ TEST_P(Query, EachFilterSelectsItsTasksNewestFirst) {
     EXPECT_EQ(ids(s, {.statuses = {TaskStatus::DeadLettered}}), (V{9, 5, 1}));
     EXPECT_EQ(ids(s, {.statuses = {TaskStatus::Failed, TaskStatus::DeadLettered, TaskStatus::Failed}}),
               (V{11, 9, 7, 5, 3, 1}));
-    EXPECT_EQ(ids(s, {.pool = "a"}), (V{11, 9, 7, 5, 3, 1}));
-    EXPECT_EQ(ids(s, {.statuses = {TaskStatus::Ready}, .pool = "b"}), (V{12, 8, 4}));
+    EXPECT_EQ(ids(s, {.statuses = {TaskStatus::Ready, TaskStatus::Succeeded}}), (V{12, 10, 8, 6, 4, 2}))
+        << "statuses across pools";
+    EXPECT_EQ(ids(s, {.pool = "a"}), (V{11, 10, 8, 7, 5, 4, 2, 1}));
+    EXPECT_EQ(ids(s, {.statuses = {TaskStatus::Ready}, .pool = "b"}), (V{12}));
     EXPECT_EQ(ids(s, {.pool = "none"}), V{});
     EXPECT_EQ(ids(s, {.kind = "x"}), (V{6, 5, 4, 3, 2, 1}));
-    EXPECT_EQ(ids(s, {.pool = "b", .kind = "y"}), (V{12, 10, 8}));
+    EXPECT_EQ(ids(s, {.pool = "b", .kind = "y"}), (V{12, 9}));
     EXPECT_EQ(ids(s, {.key_prefix = "invoice-1"}), (V{12}));
     EXPECT_EQ(ids(s, {.key_prefix = ""}), (V{12, 9, 6, 4, 3})) << "every keyed task, no keyless one";
     EXPECT_EQ(ids(s, {.key_prefix = "in%_"}), (V{4}));
@@ -95,6 +98,7 @@ TEST_P(Query, EachFilterSelectsItsTasksNewestFirst) {
     EXPECT_EQ(all.tasks[12 - 6].priority, Priority::Low);
     EXPECT_EQ(all.tasks[12 - 1].priority, Priority::Normal) << "options without a class index read as Normal";
     EXPECT_EQ(five.pool, "a");
+    EXPECT_EQ(five.status, TaskStatus::DeadLettered);
     EXPECT_EQ(five.payload, "payload-5");
     EXPECT_EQ(five.submitted_at, t0 + 5s);
     EXPECT_FALSE(five.fair_key);
@@ -167,6 +171,9 @@ TEST_P(Query, CursorPagingReturnsEveryMatchOnceWhileTasksAreInserted) {
     expect_every_match_once(leader, {.statuses = {TaskStatus::DeadLettered}, .pool = "a",
                                      .submitted_before = t0 + 201s}, dead_in_a, next_id);
     expect_every_match_once(leader, {.pool = "a", .submitted_before = t0 + 201s}, in_a, next_id);
+    // Statuses without a pool: a walk per pool and status, merged.
+    expect_every_match_once(leader, {.statuses = {TaskStatus::Succeeded, TaskStatus::DeadLettered},
+                                     .submitted_before = t0 + 201s}, all, next_id);
 }
 
 }  // namespace

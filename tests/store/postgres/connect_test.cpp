@@ -63,14 +63,14 @@ TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
     }
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
-    raw.exec("DROP INDEX " + q + ".tasks_by_status_id; DROP INDEX " + q + ".tasks_by_pool; DROP INDEX " + q +
+    raw.exec("DROP INDEX " + q + ".tasks_by_pool; DROP INDEX " + q +
              ".tasks_by_fair_key; ALTER TABLE " + q + ".tasks DROP COLUMN fair_key; UPDATE " + q +
              ".meta SET value = 1 WHERE name = 'schema_version'");
     auto store = connect(schema);
     EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 2);
     EXPECT_EQ(raw.number("SELECT count(*) FROM pg_indexes WHERE schemaname = '" + schema.name() +
-                            "' AND indexname IN ('tasks_by_status_id', 'tasks_by_pool', 'tasks_by_fair_key')"),
-              3);
+                            "' AND indexname IN ('tasks_by_pool', 'tasks_by_fair_key')"),
+              2);
     const TaskPage page = store->query({});
     ASSERT_EQ(page.tasks.size(), 2u);
     EXPECT_EQ(page.tasks[0].id, TaskId{2});
