@@ -284,6 +284,15 @@ TEST_F(ToolTest, ErrorsExitNonZeroWithAMessage) {
     }
 }
 
+TEST_F(ToolTest, HelpNamesListsFilters) {
+    const ToolRun help = run_tool(dir, {"--help"});
+    EXPECT_EQ(help.status, 0) << help.err;
+    for (const char* flag : {"--status", "--pool", "--kind", "--key-prefix", "--fair-key", "--submitted-after",
+                             "--submitted-before", "--limit", "--cursor"})
+        EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+    EXPECT_EQ(run_tool(dir, {"--store", file(), "list", "-h"}).status, 0);
+}
+
 TEST_F(ToolTest, ListFiltersAndPages) {
     const auto ids = [&](std::vector<std::string> args) {
         std::vector<std::string> all{"--store", file(), "--json", "list"};

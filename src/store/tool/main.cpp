@@ -25,6 +25,7 @@ using namespace cronoq;
 using namespace cronoq::store;
 
 constexpr const char* usage = R"(usage: cronoq-store --store <sqlite path | postgresql:// conninfo> [--schema NAME] [--json] <command>
+       cronoq-store --help
 commands:
   stats                                     task counts by status, schedules, leader
   list [filters] [--limit N] [--cursor C]   tasks, newest first, a page of N (default 100, at most 1000)
@@ -46,6 +47,9 @@ struct UsageError {
     std::string message;
 };
 
+/// --help: the usage on stdout, exit status 0.
+struct HelpAsked {};
+
 struct Options {
     std::string store;
     std::string schema = "cronoq";
@@ -57,6 +61,7 @@ Options parse(int argc, char** argv) {
     Options options;
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
+        if (arg == "--help" || arg == "-h") throw HelpAsked{};
         if (!options.command.empty()) {
             options.command.emplace_back(arg);
         } else if (arg == "--store") {
@@ -293,6 +298,9 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
     try {
         return run(parse(argc, argv));
+    } catch (const HelpAsked&) {
+        std::cout << usage;
+        return 0;
     } catch (const UsageError& error) {
         std::cerr << "cronoq-store: " << error.message << "\n" << usage;
         return 2;
