@@ -49,8 +49,14 @@ public:
     void key_prefix(const std::string& prefix) {
         const std::string p = param(prefix);
         // A prefix compared as is: LIKE would need its wildcards escaped.
-        const char* head = dialect_ == SqlDialect::Sqlite ? "substr(key, 1, length(" : "left(key, length(";
-        add("key IS NOT NULL AND " + std::string(head) + p + ")) = " + p);
+        // SQLite compares bytes (as blobs: a stored key need not be valid
+        // UTF-8, and text functions count characters); PostgreSQL's text is
+        // valid in the server's encoding, so characters agree with bytes.
+        if (dialect_ == SqlDialect::Sqlite)
+            add("key IS NOT NULL AND substr(CAST(key AS BLOB), 1, length(CAST(" + p + " AS BLOB))) = CAST(" + p +
+                " AS BLOB)");
+        else
+            add("key IS NOT NULL AND left(key, length(" + p + ")) = " + p);
     }
 
 private:

@@ -174,6 +174,13 @@ TEST_F(ToolTest, JsonOutputReplacesBytesThatAreNotUtf8) {
     EXPECT_EQ(tasks[0]["kind"], "kind-" + bad);
     EXPECT_EQ(tasks[0]["last_error"], "boom " + bad + " at the end");
 
+    // A key prefix is compared byte for byte, invalid UTF-8 included.
+    const ToolRun prefix = run_tool(dir, {"--store", file(), "--json", "list", "--key-prefix", "key-\xff"});
+    ASSERT_EQ(prefix.status, 0) << prefix.err;
+    ASSERT_EQ(nlohmann::json::parse(prefix.out).size(), 1u) << prefix.out;
+    EXPECT_EQ(nlohmann::json::parse(prefix.out)[0]["id"], 6);
+    EXPECT_EQ(nlohmann::json::parse(run_tool(dir, {"--store", file(), "--json", "list", "--key-prefix", "key-\xfe"}).out).size(), 0u);
+
     const ToolRun show = run_tool(dir, {"--store", file(), "--json", "show", "6"});
     ASSERT_EQ(show.status, 0) << show.err;
     EXPECT_EQ(nlohmann::json::parse(show.out)["key"], "key-" + bad + bad);
