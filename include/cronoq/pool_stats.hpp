@@ -6,6 +6,7 @@
 // and the driver's headers must not pull in the engine.
 #include <cronoq/core/time.hpp>
 #include <cronoq/priority.hpp>
+#include <cronoq/seconds_histogram.hpp>
 
 #include <array>
 #include <cstddef>
@@ -40,6 +41,22 @@ struct PoolCounters {
     std::uint64_t starts_late = 0;     ///< dispatched later (RunLate) or missed
 };
 
+/// A pool's counts since the engine started: they never go down, so they
+/// make Prometheus counters (docs/guide/operations.md, "Prometheus").
+struct PoolTotals {
+    std::uint64_t submitted = 0;         ///< tasks admitted (recovered ones too)
+    std::uint64_t attempts_started = 0;  ///< attempts dispatched
+    std::uint64_t retried = 0;           ///< failed attempts followed by a retry
+    // Tasks that ended, by terminal status:
+    std::uint64_t succeeded = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t dead_lettered = 0;
+    std::uint64_t cancelled = 0;
+    std::uint64_t skipped = 0;
+    std::uint64_t missed = 0;
+    std::uint64_t shed = 0;
+};
+
 /// A pool's figures over the metrics window (docs/guide/operations.md), at one instant.
 struct PoolStats {
     Duration window{};
@@ -70,6 +87,12 @@ struct PoolStats {
     /// Share of fixed starts dispatched within their tolerance; empty
     /// without fixed starts.
     std::optional<double> fixed_start_hit_rate;
+    // Since the engine started (not the window):
+    PoolTotals totals;
+    /// Ready -> dispatch, per priority class (indexed by `index_of(Priority)`).
+    std::array<SecondsHistogram, priority_count> wait_histogram{};
+    /// Attempt start -> end, any outcome.
+    SecondsHistogram run_histogram;
 };
 
 }  // namespace cronoq::core

@@ -34,11 +34,15 @@ struct Snapshot {
 
     /// `{"pools": [{"name": ..., "capacity": ..., "pending": {"critical": ...},
     /// "wait_ms": {"p50": ..., "p90": ..., "p99": ...}, "run_ms": {...},
-    /// ...}]}`, and with a store `"store": {"commits": ..., "failed_commits":
-    /// ..., "changes_committed": ..., "mean_batch_size": ...,
-    /// "commit_latency_ms": {"p50": ..., "p99": ...}, "pending_changes": ...,
-    /// "leading": ..., "epoch": ...}`; durations in milliseconds, the window
-    /// in seconds. A remote pool also has `"remote_workers": n`. Include
+    /// ..., "totals": {"submitted": ..., "attempts_started": ..., "retried":
+    /// ..., "succeeded": ..., ...}, "wait_seconds": {"critical": <histogram>,
+    /// ...}, "run_seconds": <histogram>}]}`, and with a store `"store":
+    /// {"commits": ..., "failed_commits": ..., "changes_committed": ...,
+    /// "mean_batch_size": ..., "commit_latency_ms": {"p50": ..., "p99": ...},
+    /// "pending_changes": ..., "leading": ..., "epoch": ..., "commit_seconds":
+    /// <histogram>}`; a histogram is `{"buckets": [[le, count], ...], "sum":
+    /// s, "count": n}` with cumulative counts and bounds in seconds. Window
+    /// durations in milliseconds, the window in seconds. A remote pool also has `"remote_workers": n`. Include
     /// <nlohmann/json.hpp> to use the result (this header declares the type
     /// only), or take the text from `to_json_string`.
     nlohmann::json to_json() const;

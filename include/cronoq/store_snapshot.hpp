@@ -1,6 +1,8 @@
 #pragma once
 // StoreSnapshot: a store's commit figures, in `Snapshot::store` (docs/guide/durability.md
 // "Store figures") and as a store's journal reports them.
+#include <cronoq/seconds_histogram.hpp>
+
 #include <chrono>
 #include <cstdint>
 
@@ -17,6 +19,8 @@ struct StoreSnapshot {
     std::uint64_t pending_changes = 0;    ///< written, not yet committed
     bool leading = false;
     std::uint64_t epoch = 0;              ///< the fencing epoch it leads in
+    /// Every successful transaction's latency since the store opened.
+    SecondsHistogram commit_seconds;
 };
 
 }  // namespace cronoq

@@ -328,6 +328,7 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
     if (m.dispatched > 0) out.priority_adherence = static_cast<double>(m.adherent) / static_cast<double>(m.dispatched);
     if (const auto starts = m.starts_on_time + m.starts_late; starts > 0)
         out.fixed_start_hit_rate = static_cast<double>(m.starts_on_time) / static_cast<double>(starts);
+    p.metrics.fill_since_start(c, out);
     return out;
 }
 

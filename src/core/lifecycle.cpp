@@ -82,7 +82,7 @@ void Lifecycle::start_attempt(std::uint32_t s, Time now, WorkerId worker, bool t
     detail::MetricsSlice& m = p.metrics.at(now);
     ++m.dispatched;
     m.adherent += took_best ? 1 : 0;
-    m.wait.record(now - t.ready_since);
+    p.metrics.record_wait(m, t.priority, now - t.ready_since);
     ++p.counters.running;
     ++p.counters.dispatched;
     t.status = TaskStatus::Running;
@@ -119,7 +119,7 @@ AttemptState Lifecycle::end_lease(TaskSlot& t, Time now) {
     PoolState& p = pools_[t.pool];
     if (auto* scaler = p.scaler(now)) scaler->record_service(now - a.started);
     p.metrics.accrue(now, p.counters.running, p.capacity);
-    p.metrics.at(now).run.record(now - a.started);
+    p.metrics.record_run(now, now - a.started);
     --p.counters.running;
     p.dirty = true;
     return a;

@@ -1,11 +1,15 @@
 #pragma once
 // A pool's figures over a sliding window (docs/guide/operations.md): counts, wait and run
 // time histograms, busy and capacity worker-seconds. Bounded memory: six
-// slices of the window, each with two histograms of at most 41 KiB.
+// slices of the window, each with two histograms of at most 41 KiB; and the
+// fixed-bucket histograms since the start, for Prometheus.
+#include "fixed_histogram.hpp"
 #include "histogram.hpp"
 #include "sliding_window.hpp"
 
 #include <cronoq/core/time.hpp>
+#include <cronoq/pool_stats.hpp>
+#include <cronoq/priority.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -42,6 +46,35 @@ public:
     explicit PoolMetrics(Duration window) : slices_(window, 6) {}
 
     MetricsSlice& at(Time now) { return slices_.at(now); }
+
+    /// A dispatch's wait, in `slice` (the window) and since the start.
+    void record_wait(MetricsSlice& slice, Priority priority, Duration wait) {
+        slice.wait.record(wait);
+        waits_[index_of(priority)].record(wait);
+    }
+    /// An attempt's run time, in the window and since the start.
+    void record_run(Time now, Duration run) {
+        at(now).run.record(run);
+        runs_.record(run);
+    }
+
+    /// The figures since the start into `out`: the totals from `counters`
+    /// and the fixed-bucket histograms.
+    void fill_since_start(const PoolCounters& counters, PoolStats& out) const {
+        PoolTotals& t = out.totals;
+        t.submitted = counters.submitted;
+        t.attempts_started = counters.dispatched;
+        t.retried = counters.retried;
+        t.succeeded = counters.succeeded;
+        t.failed = counters.failed;
+        t.dead_lettered = counters.dead_lettered;
+        t.cancelled = counters.cancelled;
+        t.skipped = counters.skipped;
+        t.missed = counters.missed;
+        t.shed = counters.shed;
+        for (std::size_t c = 0; c < priority_count; ++c) out.wait_histogram[c] = waits_[c].read();
+        out.run_histogram = runs_.read();
+    }
 
     /// Integrates busy and capacity slots up to `now`; call before either
     /// changes. The elapsed time goes to the slice of `now` (at most one
@@ -91,6 +124,8 @@ public:
 
 private:
     SlidingWindow<MetricsSlice> slices_;
+    std::array<FixedHistogram, priority_count> waits_{};
+    FixedHistogram runs_;
     Time last_{};
     bool started_ = false;
 };

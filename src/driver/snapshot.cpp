@@ -11,6 +11,23 @@ double ms(std::chrono::nanoseconds d) { return std::chrono::duration<double, std
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
+// {"buckets": [[le_seconds, cumulative count], ...], "sum": seconds, "count": n}; the
+// +Inf bucket is "count".
+nlohmann::json histogram(const SecondsHistogram& h) {
+    nlohmann::json buckets = nlohmann::json::array();
+    for (std::size_t i = 0; i < SecondsHistogram::bucket_count; ++i)
+        buckets.push_back({SecondsHistogram::bound_seconds(i), h.buckets[i]});
+    return {{"buckets", std::move(buckets)}, {"sum", h.sum}, {"count", h.count}};
+}
+
+nlohmann::json totals(const core::PoolTotals& t) {
+    return {{"submitted", t.submitted},         {"attempts_started", t.attempts_started},
+            {"retried", t.retried},             {"succeeded", t.succeeded},
+            {"failed", t.failed},               {"dead_lettered", t.dead_lettered},
+            {"cancelled", t.cancelled},         {"skipped", t.skipped},
+            {"missed", t.missed},               {"shed", t.shed}};
+}
+
 }  // namespace
 
 nlohmann::json Snapshot::to_json() const {
@@ -18,7 +35,11 @@ nlohmann::json Snapshot::to_json() const {
     out["pools"] = nlohmann::json::array();
     for (const PoolSnapshot& p : pools) {
         nlohmann::json pending;
-        for (std::size_t c = 0; c < priority_count; ++c) pending[to_string(static_cast<Priority>(c))] = p.pending[c];
+        nlohmann::json wait_seconds;
+        for (std::size_t c = 0; c < priority_count; ++c) {
+            pending[to_string(static_cast<Priority>(c))] = p.pending[c];
+            wait_seconds[to_string(static_cast<Priority>(c))] = histogram(p.wait_histogram[c]);
+        }
         out["pools"].push_back({
             {"name", p.name},
             {"window_s", std::chrono::duration<double>(p.window).count()},
@@ -42,6 +63,9 @@ nlohmann::json Snapshot::to_json() const {
             {"worker_seconds", p.worker_seconds},
             {"priority_adherence", optional_number(p.priority_adherence)},
             {"fixed_start_hit_rate", optional_number(p.fixed_start_hit_rate)},
+            {"totals", totals(p.totals)},
+            {"wait_seconds", std::move(wait_seconds)},
+            {"run_seconds", histogram(p.run_histogram)},
         });
         if (p.remote_workers) out["pools"].back()["remote_workers"] = *p.remote_workers;
     }
@@ -55,6 +79,7 @@ nlohmann::json Snapshot::to_json() const {
             {"pending_changes", store->pending_changes},
             {"leading", store->leading},
             {"epoch", store->epoch},
+            {"commit_seconds", histogram(store->commit_seconds)},
         };
     }
     return out;

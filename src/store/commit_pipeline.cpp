@@ -89,6 +89,7 @@ Figures CommitPipeline::figures() const {
     f.pending_changes = pending_changes_;
     f.leading = leading_;
     f.epoch = epoch_;
+    f.commit_seconds = commit_seconds_.read();
     return f;
 }
 
@@ -178,6 +179,7 @@ void CommitPipeline::record_commit(nanoseconds latency, std::size_t changes) {
     if (latencies_.size() < latency_window) latencies_.push_back(latency.count());
     else latencies_[latency_next_] = latency.count();
     latency_next_ = (latency_next_ + 1) % latency_window;
+    commit_seconds_.record(latency);
 }
 
 CommitPipeline::LeadPace CommitPipeline::start_pace() const {

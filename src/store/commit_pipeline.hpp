@@ -6,6 +6,8 @@
 // (CommitBackend): one look at the lease, the recovery read, and one write
 // transaction that checks the epoch, renews, applies changes, prunes and
 // gives the lease up.
+#include "../core/fixed_histogram.hpp"
+
 #include <cronoq/store/journal.hpp>
 
 #include <chrono>
@@ -159,6 +161,7 @@ private:
     std::uint64_t epoch_ = 0;
     std::vector<std::int64_t> latencies_;  ///< the last `latency_window` commits, a ring
     std::size_t latency_next_ = 0;
+    core::detail::FixedHistogram commit_seconds_;  ///< every commit since the store opened
 };
 
 }  // namespace cronoq::store

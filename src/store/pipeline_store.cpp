@@ -22,6 +22,20 @@ std::vector<StoredTask> PipelineStore::list(TaskStatus status, std::size_t limit
     return out;
 }
 
+TaskPage PipelineStore::query(const TaskQuery& query) const {
+    const TaskQueryPlan plan(query);
+    RowPage rows;
+    {
+        std::lock_guard lock(inspection_mutex_);
+        rows = plan.page(query_rows(plan));
+    }
+    TaskPage out;
+    out.tasks.reserve(rows.rows.size());
+    for (auto& row : rows.rows) out.tasks.push_back(to_stored_task(std::move(row)));
+    out.next_cursor = std::move(rows.next_cursor);
+    return out;
+}
+
 std::size_t PipelineStore::prune(std::chrono::nanoseconds older_than) {
     std::lock_guard lock(inspection_mutex_);
     const auto cutoff = age_cutoff(std::chrono::system_clock::now(), older_than);

@@ -1,10 +1,11 @@
 #pragma once
 // What every store backend shares above its database: store::Journal over
 // the commit pipeline, and the inspection members of `cronoq::Store`
-// (get_task, list, prune), one at a time on the backend's inspection
+// (get_task, list, query, prune), one at a time on the backend's inspection
 // connection. A backend supplies the database half of the store's thread
-// (CommitBackend) and the three inspection queries.
+// (CommitBackend) and the inspection queries.
 #include "commit_pipeline.hpp"
+#include "task_query_plan.hpp"
 
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/store.hpp>
@@ -30,6 +31,7 @@ public:
     // cronoq::Store's inspection members.
     std::optional<StoredTask> get_task(const TaskRef& task) const;
     std::vector<StoredTask> list(TaskStatus status, std::size_t limit) const;
+    TaskPage query(const TaskQuery& query) const;
     std::size_t prune(std::chrono::nanoseconds older_than);
 
 protected:
@@ -45,6 +47,8 @@ protected:
     // a time.
     virtual std::optional<TaskRow> find_row(const TaskRef& task) const = 0;
     virtual std::vector<TaskRow> list_rows(TaskStatus status, std::size_t limit) const = 0;
+    /// The plan's walks in one read transaction, their rows together.
+    virtual std::vector<TaskRow> query_rows(const TaskQueryPlan& plan) const = 0;
     /// Deletes up to `limit` terminal rows updated before `cutoff`.
     virtual std::size_t prune_rows(WallTime cutoff, std::size_t limit) = 0;
 

@@ -1,5 +1,7 @@
 #include "stored_values.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <limits>
 
 namespace cronoq::store {
@@ -49,6 +51,19 @@ std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attemp
     return UnreadableRow{TaskId{static_cast<std::uint64_t>(id)}, static_cast<std::uint32_t>(attempt), std::move(why)};
 }
 
+Priority priority_of_options(const std::string& options) {
+    // The scheduler writes {"priority": <class index>, ...}
+    // (src/driver/task_options.cpp); anything else reads as Normal, as a
+    // task submitted without a priority would be.
+    const auto j = nlohmann::json::parse(options, nullptr, false);
+    if (!j.is_object()) return Priority::Normal;
+    const auto found = j.find("priority");
+    if (found == j.end() || !found->is_number_integer()) return Priority::Normal;
+    const auto index = found->get<std::int64_t>();
+    if (index < 0 || index >= static_cast<std::int64_t>(priority_count)) return Priority::Normal;
+    return static_cast<Priority>(index);
+}
+
 StoredTask to_stored_task(TaskRow row) {
     StoredTask task;
     task.id = row.id;
@@ -62,6 +77,8 @@ StoredTask to_stored_task(TaskRow row) {
     task.updated_at = row.updated_at;
     task.payload = std::move(row.payload);
     task.output = std::move(row.output);
+    task.priority = priority_of_options(row.options);
+    task.fair_key = std::move(row.fair_key);
     return task;
 }
 

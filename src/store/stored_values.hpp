@@ -27,7 +27,10 @@ const std::string& terminal_status_list();
 /// not know; empty for a known status.
 std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attempt, const std::string& status);
 
-/// A row as `Store::get_task` and `Store::list` return it.
+/// The priority class in a row's options; Normal when they name none.
+Priority priority_of_options(const std::string& options);
+
+/// A row as `Store::get_task`, `Store::list` and `Store::query` return it.
 StoredTask to_stored_task(TaskRow row);
 
 }  // namespace cronoq::store

@@ -59,6 +59,22 @@ TEST(Snapshot, FiguresAndJson) {
     EXPECT_EQ(snap.to_json_string(), j.dump());
     EXPECT_EQ(nlohmann::json::parse(snap.to_json_string(2)), j);
     EXPECT_NE(snap.to_json_string(2).find("\n  \"pools\""), std::string::npos);
+
+    // Since the start, for Prometheus (docs/guide/operations.md, "Prometheus").
+    EXPECT_EQ(work.totals.submitted, 11u);
+    EXPECT_EQ(work.totals.attempts_started, 10u);
+    EXPECT_EQ(work.totals.succeeded, 8u);
+    EXPECT_EQ(work.totals.failed, 2u);
+    EXPECT_EQ(work.run_histogram.count, 10u);
+    EXPECT_EQ(work.wait_histogram[index_of(Priority::Normal)].count, 10u);
+    EXPECT_EQ(w["totals"]["submitted"], 11);
+    EXPECT_EQ(w["totals"]["failed"], 2);
+    EXPECT_EQ(w["run_seconds"]["count"], 10);
+    const auto& buckets = w["wait_seconds"]["normal"]["buckets"];
+    ASSERT_EQ(buckets.size(), SecondsHistogram::bucket_count);
+    EXPECT_EQ(buckets[0][0], 0.0001);
+    EXPECT_EQ(buckets[0][1], 10) << "no time passed on the manual clock: every wait is 0";
+    EXPECT_EQ(w["wait_seconds"]["high"]["count"], 0);
     test::run(io, sched.shutdown(0s));
 }
 }  // namespace snapshot_test

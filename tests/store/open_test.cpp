@@ -46,7 +46,7 @@ TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
     EXPECT_EQ(mode_of(file.string() + "-shm"), 0600u);
     RawDb raw(file);
     EXPECT_EQ(raw.query_int("PRAGMA application_id"), 0x43524E51);
-    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 1);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 2);
 }
 
 TEST(SqliteOpen, ReopensAnExistingStore) {

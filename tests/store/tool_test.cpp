@@ -92,7 +92,7 @@ TEST_F(ToolTest, ListPrintsTaskObjectsAsJson) {
     const auto tasks = nlohmann::json::parse(run.out);
     ASSERT_TRUE(tasks.is_array());
     ASSERT_EQ(tasks.size(), 2u);
-    const auto& task = tasks[1];
+    const auto& task = tasks[0];  // newest first
     std::vector<std::string> fields;
     for (const auto& [name, value] : task.items()) fields.push_back(name);
     EXPECT_EQ(fields, (std::vector<std::string>{"attempt", "id", "key", "kind", "last_error", "pool", "status",
@@ -102,7 +102,7 @@ TEST_F(ToolTest, ListPrintsTaskObjectsAsJson) {
     EXPECT_EQ(task["status"], "dead_lettered");
     EXPECT_EQ(task["attempt"], 3);
     EXPECT_EQ(task["last_error"], "upstream timed out");
-    EXPECT_TRUE(tasks[0]["key"].is_null());
+    EXPECT_TRUE(tasks[1]["key"].is_null());
     EXPECT_EQ(task["updated_at"].get<std::string>().size(), 24u);  // 2026-12-01T10:38:04.123Z
 
     const ToolRun limited = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered",
@@ -133,7 +133,7 @@ TEST_F(ToolTest, StatsCountsTasksByStatusWhileALeaderRuns) {
     const auto stats = nlohmann::json::parse(run.out);
     EXPECT_EQ(stats["tasks"], 4);
     EXPECT_EQ(stats["tasks_by_status"]["dead_lettered"], 2);
-    EXPECT_EQ(stats["schema_version"], 1);
+    EXPECT_EQ(stats["schema_version"], 2);
     EXPECT_EQ(stats["leader"]["epoch"], 1);
     EXPECT_FALSE(stats["leader"]["holder"].is_null());
     const ToolRun text = run_tool(dir, {"--store", file(), "stats"});
@@ -170,9 +170,16 @@ TEST_F(ToolTest, JsonOutputReplacesBytesThatAreNotUtf8) {
     ASSERT_EQ(list.status, 0) << list.err;
     const auto tasks = nlohmann::json::parse(list.out);
     ASSERT_EQ(tasks.size(), 3u);
-    EXPECT_EQ(tasks[2]["key"], "key-" + bad + bad);
-    EXPECT_EQ(tasks[2]["kind"], "kind-" + bad);
-    EXPECT_EQ(tasks[2]["last_error"], "boom " + bad + " at the end");
+    EXPECT_EQ(tasks[0]["key"], "key-" + bad + bad);
+    EXPECT_EQ(tasks[0]["kind"], "kind-" + bad);
+    EXPECT_EQ(tasks[0]["last_error"], "boom " + bad + " at the end");
+
+    // A key prefix is compared byte for byte, invalid UTF-8 included.
+    const ToolRun prefix = run_tool(dir, {"--store", file(), "--json", "list", "--key-prefix", "key-\xff"});
+    ASSERT_EQ(prefix.status, 0) << prefix.err;
+    ASSERT_EQ(nlohmann::json::parse(prefix.out).size(), 1u) << prefix.out;
+    EXPECT_EQ(nlohmann::json::parse(prefix.out)[0]["id"], 6);
+    EXPECT_EQ(nlohmann::json::parse(run_tool(dir, {"--store", file(), "--json", "list", "--key-prefix", "key-\xfe"}).out).size(), 0u);
 
     const ToolRun show = run_tool(dir, {"--store", file(), "--json", "show", "6"});
     ASSERT_EQ(show.status, 0) << show.err;
@@ -220,7 +227,7 @@ TEST_F(ToolTest, NumericArgumentsAreDigitsOnly) {
     }
     const ToolRun zero = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered", "--limit", "0"});
     ASSERT_EQ(zero.status, 0) << zero.err;
-    EXPECT_EQ(nlohmann::json::parse(zero.out).size(), 0u);
+    EXPECT_EQ(nlohmann::json::parse(zero.out).size(), 1u) << "the limit is clamped to [1, 1000]";
     const ToolRun all = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered", "--limit",
                                        "18446744073709551615"});
     ASSERT_EQ(all.status, 0) << all.err;
@@ -272,6 +279,58 @@ TEST_F(ToolTest, ErrorsExitNonZeroWithAMessage) {
     EXPECT_NE(usage.err.find("unknown status"), std::string::npos) << usage.err;
     EXPECT_EQ(run_tool(dir, {"stats"}).status, 2);
     EXPECT_EQ(run_tool(dir, {"--store", file(), "frobnicate"}).status, 2);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--cursor", "x"}, {"--submitted-after", "yesterday"},
+          {"--submitted-before", "2026-02-30T00:00:00Z"}, {"--submitted-after", "2026-12-01T10:00:00+01:00"},
+          {"--pool"}, {"--colour", "red"}}) {
+        std::vector<std::string> all{"--store", file(), "list"};
+        all.insert(all.end(), args.begin(), args.end());
+        const ToolRun bad = run_tool(dir, all);
+        EXPECT_EQ(bad.status, 2) << args[0] << ": " << bad.err;
+        EXPECT_NE(bad.err.find(args[0]), std::string::npos) << bad.err;
+    }
+}
+
+TEST_F(ToolTest, HelpNamesListsFilters) {
+    const ToolRun help = run_tool(dir, {"--help"});
+    EXPECT_EQ(help.status, 0) << help.err;
+    for (const char* flag : {"--status", "--pool", "--kind", "--key-prefix", "--fair-key", "--submitted-after",
+                             "--submitted-before", "--limit", "--cursor"})
+        EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+    EXPECT_EQ(run_tool(dir, {"--store", file(), "list", "-h"}).status, 0);
+}
+
+TEST_F(ToolTest, ListFiltersAndPages) {
+    const auto ids = [&](std::vector<std::string> args) {
+        std::vector<std::string> all{"--store", file(), "--json", "list"};
+        all.insert(all.end(), args.begin(), args.end());
+        const ToolRun run = run_tool(dir, all);
+        EXPECT_EQ(run.status, 0) << run.err;
+        std::vector<std::uint64_t> out;
+        for (const auto& task : nlohmann::json::parse(run.out.empty() ? "[]" : run.out)) out.push_back(task["id"]);
+        return std::make_pair(out, run.err);
+    };
+    using V = std::vector<std::uint64_t>;
+    EXPECT_EQ(ids({}).first, (V{4, 3, 2, 1}));
+    EXPECT_EQ(ids({"--status", "running,succeeded"}).first, (V{4, 3}));
+    EXPECT_EQ(ids({"--status", "running", "--status", "dead_lettered"}).first, (V{3, 2, 1}));
+    EXPECT_EQ(ids({"--pool", "default", "--kind", "work", "--key-prefix", "inv"}).first, (V{2}));
+    EXPECT_EQ(ids({"--key-prefix", ""}).first, (V{4, 2}));
+    EXPECT_EQ(ids({"--fair-key", ""}).first.size(), 4u);
+    EXPECT_EQ(ids({"--pool", "other"}).first, V{});
+    EXPECT_EQ(ids({"--submitted-after", "1h"}).first.size(), 4u) << "submitted just now";
+    EXPECT_EQ(ids({"--submitted-before", "2000-01-01T00:00:00Z"}).first, V{});
+    EXPECT_EQ(ids({"--submitted-after", "2000-01-01T00:00:00.5Z"}).first.size(), 4u);
+    // Paging: the cursor on stderr leads to the next page; the last has none.
+    const auto first = ids({"--limit", "3"});
+    EXPECT_EQ(first.first, (V{4, 3, 2}));
+    const auto at = first.second.find("more: --cursor ");
+    ASSERT_NE(at, std::string::npos) << first.second;
+    std::string cursor = first.second.substr(at + 15);
+    cursor = cursor.substr(0, cursor.find('\n'));
+    const auto second = ids({"--limit", "3", "--cursor", cursor});
+    EXPECT_EQ(second.first, (V{1}));
+    EXPECT_EQ(second.second.find("more:"), std::string::npos) << second.second;
 }
 
 }  // namespace

@@ -24,9 +24,10 @@ namespace cronoq::store {
 /// at recovery.
 using WallTime = std::chrono::system_clock::time_point;
 
-/// Everything a store keeps of one task. `options` is opaque text the
-/// scheduler encodes (priority, deadline, timeout, retry policy,
-/// dependencies, resources, start policy); a store never interprets it.
+/// Everything a store keeps of one task. `options` is text the scheduler
+/// encodes (priority, deadline, timeout, retry policy, dependencies,
+/// resources, start policy); a store only reads its priority from it, for
+/// `StoredTask::priority`.
 struct TaskRow {
     TaskId id;
     std::optional<std::string> key;
@@ -40,6 +41,9 @@ struct TaskRow {
     std::string options;
     std::string payload;
     std::optional<std::string> output;
+    /// Read from the store, never written yet: fair keys come with fair
+    /// sharing (docs/store.md, "Queries"); until then every row has none.
+    std::optional<std::string> fair_key;
 };
 
 // ---- changes: one per engine state change, applied in order -----------------

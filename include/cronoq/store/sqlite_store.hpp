@@ -46,6 +46,7 @@ public:
 
     std::optional<StoredTask> get_task(TaskRef task) const override;
     std::vector<StoredTask> list(TaskStatus status, std::size_t limit) const override;
+    TaskPage query(const TaskQuery& query) const override;
     std::size_t prune(std::chrono::nanoseconds older_than) override;
     store::Journal& journal() override;
 

@@ -1,8 +1,10 @@
 #pragma once
 // Store: where a scheduler keeps its durable state (docs/guide/durability.md), the errors a
-// store reports and what it knows of one task.
+// store reports; what it knows of one task is <cronoq/stored_task.hpp>.
 #include <cronoq/codec.hpp>
 #include <cronoq/ids.hpp>
+#include <cronoq/stored_task.hpp>
+#include <cronoq/task_query.hpp>
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 
@@ -50,19 +52,6 @@ private:
     StoreErrorKind kind_;
 };
 
-/// What a store knows of one task.
-struct StoredTask {
-    TaskId id;
-    std::optional<std::string> key;
-    std::string pool, kind;
-    TaskStatus status = TaskStatus::Ready;
-    std::uint32_t attempt = 0;  ///< attempts started so far
-    std::string last_error;
-    std::chrono::system_clock::time_point submitted_at, updated_at;
-    std::string payload;                ///< encoded bytes (`codec<P>`)
-    std::optional<std::string> output;  ///< encoded bytes (`codec<O>`), after a success
-};
-
 /// A durable store, shared by `std::shared_ptr` between the scheduler that
 /// leads on it and whoever inspects it. The inspection members may be
 /// called from any thread at any time, also while a scheduler writes: they
@@ -81,6 +70,11 @@ public:
 
     /// Up to `limit` tasks with status `status`, oldest id first.
     virtual std::vector<StoredTask> list(TaskStatus status, std::size_t limit) const = 0;
+
+    /// One page of the tasks `query` selects, newest first (docs/store.md,
+    /// "Queries"), read in one short transaction. Throws
+    /// `std::invalid_argument` for a cursor that no page returned.
+    virtual TaskPage query(const TaskQuery& query) const = 0;
 
     /// Removes terminal tasks last updated more than `older_than` ago (wall
     /// clock) and returns how many. Non-terminal rows are never removed.

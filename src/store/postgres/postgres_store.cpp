@@ -61,6 +61,10 @@ std::vector<store::TaskRow> PostgresStore::Impl::list_rows(TaskStatus status, st
     return list_tasks(inspection_connection(), *names, status, limit);
 }
 
+std::vector<store::TaskRow> PostgresStore::Impl::query_rows(const store::TaskQueryPlan& plan) const {
+    return query_tasks(inspection_connection(), *names, plan);
+}
+
 std::size_t PostgresStore::Impl::prune_rows(store::WallTime cutoff, std::size_t limit) {
     return prune_tasks(inspection_connection(), *names, cutoff, limit);
 }
@@ -70,6 +74,8 @@ std::optional<StoredTask> PostgresStore::get_task(TaskRef task) const { return i
 std::vector<StoredTask> PostgresStore::list(TaskStatus status, std::size_t limit) const {
     return impl_->list(status, limit);
 }
+
+TaskPage PostgresStore::query(const TaskQuery& query) const { return impl_->query(query); }
 
 std::size_t PostgresStore::prune(std::chrono::nanoseconds older_than) { return impl_->prune(older_than); }
 

@@ -21,7 +21,8 @@ std::int64_t lock_key_of(const std::string& schema) {
 }
 
 constexpr const char* task_columns =
-    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
+    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output, "
+    "fair_key";
 
 TaskRow read_row(const Result& r, int i, const Names& names) {
     TaskRow row;
@@ -49,6 +50,7 @@ TaskRow read_row(const Result& r, int i, const Names& names) {
     row.options = r.text(i, 10);
     row.payload = r.bytes(i, 11);
     row.output = r.optional_bytes(i, 12);
+    row.fair_key = r.optional_text(i, 13);
     return row;
 }
 
@@ -73,6 +75,20 @@ std::string schema_v1(const Names& n) {
            "expires_at timestamptz NOT NULL);";
     sql += "INSERT INTO " + n.leader;
     sql += " (id, epoch, holder, backend_pid, expires_at) VALUES (1, 0, NULL, NULL, '-infinity');";
+    return sql;
+}
+
+/// Version 2: fair keys (a nullable column, docs/store.md "Queries") and the
+/// index that keeps a page of `Store::query` cheap on a large store.
+std::string migrate_v1_to_v2(const Names& n) {
+    std::string sql = "ALTER TABLE " + n.tasks;
+    sql += " ADD COLUMN fair_key text;";
+    sql += "CREATE INDEX tasks_by_pool ON " + n.tasks;
+    sql += " (pool, status, id);";
+    sql += "CREATE INDEX tasks_by_fair_key ON " + n.tasks;
+    sql += " (fair_key, id) WHERE fair_key IS NOT NULL;";
+    sql += "UPDATE " + n.meta;
+    sql += " SET value = 2 WHERE name = 'schema_version';";
     return sql;
 }
 
@@ -165,7 +181,11 @@ void migrate(Connection& c, const Names& n) {
             c.exec(schema_v1(n));
             version = 1;
         }
-        // Migrations from version n to n + 1 go here, in this transaction.
+        // Migrations from version n to n + 1, in this transaction.
+        if (version == 1) {
+            c.exec(migrate_v1_to_v2(n));
+            version = 2;
+        }
         c.exec("COMMIT");
     } catch (...) {
         if (c.alive()) {
@@ -184,6 +204,12 @@ std::int64_t verify(Connection& c, const Names& n) {
         std::string what = "not a cronoq store: the PostgreSQL schema ";
         what += n.schema;
         what += " is missing or empty";
+        throw StoreError(StoreErrorKind::Corrupt, what);
+    }
+    if (version < schema_version) {
+        std::string what = "the store in the PostgreSQL schema " + n.schema;
+        what += " has schema version " + std::to_string(version);
+        what += ": connect to it with PostgresStore::connect once to migrate it";
         throw StoreError(StoreErrorKind::Corrupt, what);
     }
     return version;
@@ -212,6 +238,34 @@ std::vector<TaskRow> list_tasks(Connection& c, const Names& n, TaskStatus status
     Result r = c.exec(sql, {Param(std::string(to_string(status))), Param(to_int64(limit))});
     std::vector<TaskRow> rows;
     for (int i = 0; i < r.rows(); ++i) rows.push_back(read_row(r, i, n));
+    return rows;
+}
+
+std::vector<TaskRow> query_tasks(Connection& c, const Names& n, const TaskQueryPlan& plan) {
+    c.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");  // one snapshot for every walk
+    std::vector<TaskRow> rows;
+    try {
+        std::vector<std::string> pools;
+        if (plan.needs_pools()) {
+            Result r = c.exec(pools_sql(n.tasks));
+            for (int i = 0; i < r.rows(); ++i) pools.push_back(r.text(i, 0));
+        }
+        for (const WalkSql& walk : plan.walks(SqlDialect::Postgres, n.tasks, task_columns, pools)) {
+            std::vector<Param> params;
+            for (const auto& value : walk.params) std::visit([&](const auto& v) { params.emplace_back(v); }, value);
+            Result r = c.exec(walk.sql, params);
+            for (int i = 0; i < r.rows(); ++i) rows.push_back(read_row(r, i, n));
+        }
+        c.exec("COMMIT");
+    } catch (...) {
+        if (c.alive()) {
+            try {
+                c.exec("ROLLBACK");
+            } catch (const StoreError&) {
+            }
+        }
+        throw;
+    }
     return rows;
 }
 

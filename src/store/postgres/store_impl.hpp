@@ -6,6 +6,7 @@
 #include "../pipeline_store.hpp"
 #include "../store_stats.hpp"
 #include "../stored_values.hpp"
+#include "../task_query_plan.hpp"
 #include "pg.hpp"
 
 #include <cronoq/store/journal.hpp>
@@ -22,7 +23,7 @@
 
 namespace cronoq::store::postgres {
 
-inline constexpr std::int64_t schema_version = 1;
+inline constexpr std::int64_t schema_version = 2;
 
 /// The store's tables, qualified with its quoted schema, and its lock key.
 struct Names {
@@ -72,6 +73,8 @@ private:
 
 std::optional<TaskRow> find_task(Connection& connection, const Names& names, const TaskRef& task);
 std::vector<TaskRow> list_tasks(Connection& connection, const Names& names, TaskStatus status, std::size_t limit);
+/// The plan's walks in one read-only transaction of its own.
+std::vector<TaskRow> query_tasks(Connection& connection, const Names& names, const TaskQueryPlan& plan);
 std::string prune_sql(const Names& names);
 std::size_t prune_tasks(Connection& connection, const Names& names, WallTime cutoff, std::size_t limit);
 Recovered load(Connection& connection, const Names& names, WallTime terminal_since);
@@ -119,6 +122,7 @@ private:
     // store::PipelineStore's inspection queries (postgres_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
+    std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;
     std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
 
     /// The lease statements of every commit, made at the first.

@@ -9,7 +9,8 @@ namespace cronoq::store::sqlite {
 namespace {
 
 constexpr const char* task_columns =
-    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output";
+    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output, "
+    "fair_key";
 
 std::optional<WallTime> optional_time(const Statement& statement, int column) {
     if (statement.is_null(column)) return std::nullopt;
@@ -37,6 +38,7 @@ TaskRow read_row(const Statement& statement, const Connection& connection) {
     row.options = statement.text(10);
     row.payload = statement.text(11);
     row.output = statement.optional_text(12);
+    row.fair_key = statement.optional_text(13);
     return row;
 }
 
@@ -128,6 +130,23 @@ std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::
     statement.bind(1, to_string(status)).bind(2, to_int64(limit));
     std::vector<TaskRow> rows;
     while (statement.step()) rows.push_back(read_row(statement, connection));
+    return rows;
+}
+
+std::vector<TaskRow> query_tasks(Connection& connection, const TaskQueryPlan& plan) {
+    ReadTransaction read(connection);  // one snapshot for every walk
+    std::vector<TaskRow> rows;
+    std::vector<std::string> pools;
+    if (plan.needs_pools()) {
+        Statement names(connection, pools_sql("tasks").c_str());
+        while (names.step()) pools.push_back(names.text(0));
+    }
+    for (const WalkSql& walk : plan.walks(SqlDialect::Sqlite, "tasks", task_columns, pools)) {
+        Statement statement(connection, walk.sql.c_str());
+        for (std::size_t i = 0; i < walk.params.size(); ++i)
+            std::visit([&](const auto& value) { statement.bind(static_cast<int>(i + 1), value); }, walk.params[i]);
+        while (statement.step()) rows.push_back(read_row(statement, connection));
+    }
     return rows;
 }
 

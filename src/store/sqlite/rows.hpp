@@ -4,6 +4,7 @@
 // caller's transaction.
 #include "../store_stats.hpp"
 #include "../stored_values.hpp"
+#include "../task_query_plan.hpp"
 #include "connection.hpp"
 
 #include <cronoq/store/journal.hpp>
@@ -31,6 +32,8 @@ private:
 
 std::optional<TaskRow> find_task(Connection& connection, const TaskRef& task);
 std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::size_t limit);
+/// The plan's walks in one read transaction of its own.
+std::vector<TaskRow> query_tasks(Connection& connection, const TaskQueryPlan& plan);
 /// Deletes up to `limit` terminal rows updated before `cutoff`.
 std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit);
 /// Recovered, except its epoch.

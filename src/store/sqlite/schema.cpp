@@ -46,6 +46,17 @@ CREATE TABLE leader (
 INSERT INTO leader (id, epoch, holder, expires_at) VALUES (1, 0, NULL, 0);
 )sql";
 
+// Version 2: fair keys (a nullable column, docs/store.md "Queries") and the
+// index that keeps a page of `Store::query` cheap on a large store: each
+// walk of one pool's status reads it newest first and stops after a page.
+// One index, not also (status, id): each costs the writer on every
+// transition.
+constexpr const char* migrate_v1_to_v2 = R"sql(
+ALTER TABLE tasks ADD COLUMN fair_key TEXT;
+CREATE INDEX tasks_by_pool ON tasks (pool, status, id);
+CREATE INDEX tasks_by_fair_key ON tasks (fair_key, id) WHERE fair_key IS NOT NULL;
+)sql";
+
 struct Header {
     std::int64_t application_id;
     std::int64_t version;
@@ -112,7 +123,11 @@ void migrate(Connection& connection) {
         connection.exec(schema_v1);
         version = 1;
     }
-    // Migrations from version n to n + 1 go here, each in this transaction.
+    // Migrations from version n to n + 1, each in this transaction.
+    if (version == 1) {
+        connection.exec(migrate_v1_to_v2);
+        version = 2;
+    }
     connection.exec(("PRAGMA application_id=" + std::to_string(cronoq_application_id)).c_str());
     connection.exec(("PRAGMA user_version=" + std::to_string(version)).c_str());
     transaction.commit();

@@ -8,14 +8,14 @@
 namespace cronoq::store::sqlite {
 
 /// The schema this build writes, in `PRAGMA user_version`.
-inline constexpr std::int64_t schema_version = 1;
+inline constexpr std::int64_t schema_version = 2;
 /// "CRNQ", in `PRAGMA application_id`: marks the file as a cronoq store.
 inline constexpr std::int64_t cronoq_application_id = 0x43524E51;
 
 /// Throws Corrupt for a file that is not a cronoq store (another
 /// application's database, not a database) and SchemaTooNew for a newer
 /// schema, reading only: a file refused is never changed (docs/store.md,
-/// "Schema (version 1)", Opening). An empty database passes.
+/// "Schema (version 2)", Opening). An empty database passes.
 void recognise(Connection& connection);
 
 /// WAL journal, the durability's synchronous level and a bounded WAL, for

@@ -53,6 +53,10 @@ std::vector<store::TaskRow> SqliteStore::Impl::list_rows(TaskStatus status, std:
     return list_tasks(*inspection, status, limit);
 }
 
+std::vector<store::TaskRow> SqliteStore::Impl::query_rows(const store::TaskQueryPlan& plan) const {
+    return query_tasks(*inspection, plan);
+}
+
 std::size_t SqliteStore::Impl::prune_rows(store::WallTime cutoff, std::size_t limit) {
     return prune_tasks(*inspection, cutoff, limit);
 }
@@ -62,6 +66,8 @@ std::optional<StoredTask> SqliteStore::get_task(TaskRef task) const { return imp
 std::vector<StoredTask> SqliteStore::list(TaskStatus status, std::size_t limit) const {
     return impl_->list(status, limit);
 }
+
+TaskPage SqliteStore::query(const TaskQuery& query) const { return impl_->query(query); }
 
 std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) { return impl_->prune(older_than); }
 

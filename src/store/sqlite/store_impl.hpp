@@ -48,6 +48,7 @@ private:
     // store::PipelineStore's inspection queries (sqlite_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
+    std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;
     std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
 
     std::optional<store::sqlite::ChangeWriter> changer_;  ///< prepared once, at the first commit

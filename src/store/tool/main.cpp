@@ -9,10 +9,12 @@
 #include "postgres/store_impl.hpp"
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +25,17 @@ using namespace cronoq;
 using namespace cronoq::store;
 
 constexpr const char* usage = R"(usage: cronoq-store --store <sqlite path | postgresql:// conninfo> [--schema NAME] [--json] <command>
+       cronoq-store --help
 commands:
   stats                                     task counts by status, schedules, leader
-  list --status <status> [--limit N]        tasks with a status (default limit 100), oldest first
+  list [filters] [--limit N] [--cursor C]   tasks, newest first, a page of N (default 100, at most 1000)
+      --status S              with status S (repeat it, or S1,S2, for several)
+      --pool P  --kind K      in pool P, of kind K
+      --key-prefix P          whose key starts with P (never a task without a key)
+      --fair-key F            of fair key F ("" for tasks without one)
+      --submitted-after T     submitted at or after T; T is UTC RFC 3339
+      --submitted-before T      (2026-12-01T10:38:04Z) or an age (2h: two hours ago)
+      --cursor C              the next page, as the previous one named it on stderr
   show <id|key>                             one task
   prune --older-than <duration>             remove terminal tasks updated longer ago (7d, 12h, 30m, 45s)
 --schema names the PostgreSQL schema of the store (default cronoq).
@@ -36,6 +46,9 @@ commands:
 struct UsageError {
     std::string message;
 };
+
+/// --help: the usage on stdout, exit status 0.
+struct HelpAsked {};
 
 struct Options {
     std::string store;
@@ -48,6 +61,7 @@ Options parse(int argc, char** argv) {
     Options options;
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
+        if (arg == "--help" || arg == "-h") throw HelpAsked{};
         if (!options.command.empty()) {
             options.command.emplace_back(arg);
         } else if (arg == "--store") {
@@ -88,7 +102,7 @@ class Reader {
 public:
     virtual ~Reader() = default;
     virtual StoreStats stats() = 0;
-    virtual std::vector<TaskRow> list(TaskStatus status, std::size_t limit) = 0;
+    virtual RowPage query(const TaskQuery& query) = 0;
     virtual std::optional<TaskRow> find(const TaskRef& task) = 0;
     virtual std::size_t prune(WallTime cutoff, std::size_t limit) = 0;
 };
@@ -103,8 +117,9 @@ public:
         sqlite::ReadTransaction read(db_);
         return sqlite::read_stats(db_);
     }
-    std::vector<TaskRow> list(TaskStatus status, std::size_t limit) override {
-        return sqlite::list_tasks(db_, status, limit);
+    RowPage query(const TaskQuery& query) override {
+        const TaskQueryPlan plan(query);
+        return plan.page(sqlite::query_tasks(db_, plan));
     }
     std::optional<TaskRow> find(const TaskRef& task) override { return sqlite::find_task(db_, task); }
     std::size_t prune(WallTime cutoff, std::size_t limit) override { return sqlite::prune_tasks(db_, cutoff, limit); }
@@ -127,8 +142,9 @@ public:
         db_.exec("COMMIT");
         return stats;
     }
-    std::vector<TaskRow> list(TaskStatus status, std::size_t limit) override {
-        return postgres::list_tasks(db_, names_, status, limit);
+    RowPage query(const TaskQuery& query) override {
+        const TaskQueryPlan plan(query);
+        return plan.page(postgres::query_tasks(db_, names_, plan));
     }
     std::optional<TaskRow> find(const TaskRef& task) override { return postgres::find_task(db_, names_, task); }
     std::size_t prune(WallTime cutoff, std::size_t limit) override {
@@ -149,28 +165,72 @@ int stats(Reader& db, const Options& options) {
     return 0;
 }
 
-int list(Reader& db, const Options& options) {
-    const auto& args = options.command;
-    const auto status_name = flag(args, "--status");
-    if (!status_name) throw UsageError{"list needs --status <status>"};
-    const auto status = status_from_string(*status_name);
-    if (!status) throw UsageError{"unknown status \"" + *status_name + "\" (e.g. ready, running, dead_lettered)"};
-    std::size_t limit = 100;
-    if (const auto text = flag(args, "--limit")) {
-        const auto count = tool::parse_count(*text);
-        if (!count) throw UsageError{"--limit needs a number of tasks (0 or more), not \"" + *text + "\""};
-        limit = *count;
+WallTime parse_when(const std::string& name, const std::string& text) {
+    if (const auto at = tool::parse_time(text)) return *at;
+    if (const auto age = tool::parse_duration(text)) return store::age_cutoff(std::chrono::system_clock::now(), *age);
+    throw UsageError{name + " needs a UTC time such as 2026-12-01T10:38:04Z or an age such as 2h, not \"" + text + "\""};
+}
+
+/// list's flags as a TaskQuery (docs/store.md, cronoq-store).
+TaskQuery parse_query(const std::vector<std::string>& args) {
+    TaskQuery query;
+    query.limit = 100;
+    for (std::size_t i = 1; i < args.size(); i += 2) {
+        const std::string& name = args[i];
+        if (i + 1 == args.size()) throw UsageError{name + " needs a value"};
+        const std::string& value = args[i + 1];
+        if (name == "--status") {
+            for (std::size_t from = 0; from <= value.size();) {
+                const std::size_t comma = std::min(value.find(',', from), value.size());
+                const std::string one = value.substr(from, comma - from);
+                const auto status = status_from_string(one);
+                if (!status) throw UsageError{"unknown status \"" + one + "\" (e.g. ready, running, dead_lettered)"};
+                query.statuses.push_back(*status);
+                from = comma + 1;
+            }
+        } else if (name == "--limit") {
+            const auto count = tool::parse_count(value);
+            if (!count) throw UsageError{"--limit needs a number of tasks (1 to 1000), not \"" + value + "\""};
+            query.limit = *count;
+        } else if (name == "--pool") {
+            query.pool = value;
+        } else if (name == "--kind") {
+            query.kind = value;
+        } else if (name == "--key-prefix") {
+            query.key_prefix = value;
+        } else if (name == "--fair-key") {
+            query.fair_key = value;
+        } else if (name == "--submitted-after") {
+            query.submitted_after = parse_when(name, value);
+        } else if (name == "--submitted-before") {
+            query.submitted_before = parse_when(name, value);
+        } else if (name == "--cursor") {
+            query.cursor = value;
+        } else {
+            throw UsageError{"unknown argument " + name + " for list"};
+        }
     }
-    expect_arguments(args, 3 + (flag(args, "--limit") ? 2 : 0));
-    const auto rows = db.list(*status, limit);
+    return query;
+}
+
+int list(Reader& db, const Options& options) {
+    const TaskQuery query = parse_query(options.command);
+    RowPage page;
+    try {
+        page = db.query(query);
+    } catch (const std::invalid_argument&) {
+        throw UsageError{"--cursor \"" + query.cursor.value_or("") + "\" is not a cursor a previous list printed"};
+    }
     if (options.json) {
         nlohmann::json out = nlohmann::json::array();
-        for (const auto& row : rows) out.push_back(tool::task_json(row));
+        for (const auto& row : page.rows) out.push_back(tool::task_json(row));
         std::cout << tool::dump(out) << "\n";
     } else {
-        for (const auto& row : rows) std::cout << tool::task_line(row) << "\n";
-        std::cerr << rows.size() << " task(s)\n";
+        for (const auto& row : page.rows) std::cout << tool::task_line(row) << "\n";
+        std::cerr << page.rows.size() << " task(s)\n";
     }
+    // On stderr in both modes: --json keeps stdout one JSON array.
+    if (page.next_cursor) std::cerr << "more: --cursor " << *page.next_cursor << "\n";
     return 0;
 }
 
@@ -238,6 +298,9 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
     try {
         return run(parse(argc, argv));
+    } catch (const HelpAsked&) {
+        std::cout << usage;
+        return 0;
     } catch (const UsageError& error) {
         std::cerr << "cronoq-store: " << error.message << "\n" << usage;
         return 2;

@@ -33,6 +33,42 @@ std::optional<std::size_t> parse_count(std::string_view text) {
     return count;
 }
 
+std::optional<WallTime> parse_time(std::string_view text) {
+    using namespace std::chrono;
+    // YYYY-MM-DDTHH:MM:SS, then an optional fraction, then Z.
+    if (text.size() < 20 || text.back() != 'Z') return std::nullopt;
+    const auto number = [&](std::size_t at, std::size_t digits) -> std::optional<int> {
+        int value = 0;
+        for (std::size_t i = at; i < at + digits; ++i) {
+            if (std::isdigit(static_cast<unsigned char>(text[i])) == 0) return std::nullopt;
+            value = value * 10 + (text[i] - '0');
+        }
+        return value;
+    };
+    const auto year = number(0, 4), month = number(5, 2), day = number(8, 2);
+    const auto hour = number(11, 2), minute = number(14, 2), second = number(17, 2);
+    if (!year || !month || !day || !hour || !minute || !second || text[4] != '-' || text[7] != '-' ||
+        (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':')
+        return std::nullopt;
+    const year_month_day date{std::chrono::year(*year), std::chrono::month(static_cast<unsigned>(*month)),
+                              std::chrono::day(static_cast<unsigned>(*day))};
+    if (!date.ok() || *hour > 23 || *minute > 59 || *second > 59) return std::nullopt;
+    std::int64_t fraction_ns = 0;
+    const std::string_view rest = text.substr(19, text.size() - 20);
+    if (!rest.empty()) {
+        if (rest.size() < 2 || rest.size() > 10 || rest.front() != '.') return std::nullopt;
+        std::int64_t scale = 100'000'000;
+        for (const char c : rest.substr(1)) {
+            if (std::isdigit(static_cast<unsigned char>(c)) == 0) return std::nullopt;
+            fraction_ns += (c - '0') * scale;
+            scale /= 10;
+        }
+    }
+    const auto at = sys_days(date).time_since_epoch() + hours(*hour) + minutes(*minute) + seconds(*second) +
+                    nanoseconds(fraction_ns);
+    return WallTime(duration_cast<WallTime::duration>(at));
+}
+
 std::string dump(const nlohmann::json& value, int indent) {
     return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -24,6 +24,10 @@ std::optional<std::size_t> parse_count(std::string_view text);
 /// (docs/store.md, cronoq-store).
 std::string dump(const nlohmann::json& value, int indent = 2);
 
+/// RFC 3339 in UTC ("2026-12-01T10:38:04Z", "2026-12-01T10:38:04.123Z",
+/// up to nanoseconds); empty for anything else, another offset included.
+std::optional<WallTime> parse_time(std::string_view text);
+
 /// RFC 3339 in UTC with milliseconds: "2026-12-01T10:38:04.123Z".
 std::string format_time(WallTime time);
 

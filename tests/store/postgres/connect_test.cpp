@@ -50,6 +50,33 @@ TEST_F(PgConnect, SchemaChecksAtConnect) {
     }
 }
 
+// Schema version 2 added fair keys and the query indexes (docs/store.md,
+// "Queries"): a version 1 store migrates at connect and keeps its rows.
+TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
+    PgSchema schema;
+    {
+        Reports reports;
+        auto store = connect(schema);
+        store->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(2))));
+    }
+    RawPg raw;
+    const std::string q = "\"" + schema.name() + "\"";
+    raw.exec("DROP INDEX " + q + ".tasks_by_pool; DROP INDEX " + q +
+             ".tasks_by_fair_key; ALTER TABLE " + q + ".tasks DROP COLUMN fair_key; UPDATE " + q +
+             ".meta SET value = 1 WHERE name = 'schema_version'");
+    auto store = connect(schema);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 2);
+    EXPECT_EQ(raw.number("SELECT count(*) FROM pg_indexes WHERE schemaname = '" + schema.name() +
+                            "' AND indexname IN ('tasks_by_pool', 'tasks_by_fair_key')"),
+              2);
+    const TaskPage page = store->query({});
+    ASSERT_EQ(page.tasks.size(), 2u);
+    EXPECT_EQ(page.tasks[0].id, TaskId{2});
+    EXPECT_FALSE(page.tasks[0].fair_key);
+}
+
 TEST_F(PgConnect, UnreachableServerFailsAfterTheConnectTimeout) {
     PostgresStoreConfig config;
     config.connect_timeout = 300ms;

@@ -354,6 +354,10 @@ TEST(DurableScheduler, SnapshotShowsTheStoresCommitFigures) {
     EXPECT_EQ(json.at("store").at("commits").get<std::uint64_t>(), snap.store->commits);
     EXPECT_TRUE(json.at("store").at("leading").get<bool>());
     EXPECT_TRUE(json.at("store").contains("commit_latency_ms"));
+    // Every commit in the histogram since the store opened (for Prometheus).
+    EXPECT_EQ(snap.store->commit_seconds.count, snap.store->commits);
+    EXPECT_GT(snap.store->commit_seconds.sum, 0.0);
+    EXPECT_EQ(json.at("store").at("commit_seconds").at("count").get<std::uint64_t>(), snap.store->commits);
 
     // Without a store there is no such part.
     auto plain = Durable::builder().pool(echo_pool()).build();
