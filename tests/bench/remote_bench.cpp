@@ -150,7 +150,7 @@ void BM_RemoteThroughput(benchmark::State& state) {
     state.counters["tasks_per_s"] = static_cast<double>(state.iterations()) / elapsed.count();
     state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_RemoteThroughput)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemoteThroughput)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 /// Tasks 0..n-1, one at a time: each submitted once the previous result came.
 asio::awaitable<std::int64_t> one_at_a_time(Sched sched, int n) {
