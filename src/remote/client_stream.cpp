@@ -1,5 +1,8 @@
 // The C++ worker's stream: gRPC's callback client, one write in flight at a
-// time, events handed to the worker in order.
+// time, events handed to the worker in order. As on the server
+// (server_session.hpp), a write with more queued behind it carries the
+// buffer hint, so a run of completes leaves in one go, and written
+// `complete` messages are reused.
 #include "client_stream.hpp"
 
 #include "wire.hpp"
@@ -13,8 +16,10 @@
 
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 namespace cronoq::detail {
 
@@ -37,6 +42,14 @@ static_assert(RemoteWorkerError::Code::FailedPrecondition == grpc::StatusCode::F
 static_assert(RemoteWorkerError::Code::Unauthenticated == grpc::StatusCode::UNAUTHENTICATED);
 
 namespace {
+
+/// Written `complete` messages kept for reuse: about a busy worker's slots.
+constexpr std::size_t max_spare_completes = 256;
+
+bool is_complete(const WorkerSend& message) {
+    const auto* report = std::get_if<RemoteReport>(&message);
+    return report && std::holds_alternative<RemoteReport::Complete>(report->what);
+}
 
 std::string read_pem(const std::filesystem::path& path, const char* what) {
     std::ifstream in(path, std::ios::binary);
@@ -71,7 +84,12 @@ public:
         {
             std::lock_guard lock(mu_);
             if (read_closed_ || writes_done_wanted_) return;
-            out_.push_back(wire::to_message(message));
+            std::unique_ptr<v1::Complete> reused;
+            if (is_complete(message) && !spare_completes_.empty()) {
+                reused = std::move(spare_completes_.back());
+                spare_completes_.pop_back();
+            }
+            wire::to_message(message, out_.emplace_back(), std::move(reused));
             start = take_next_locked();
         }
         if (start) start_next();
@@ -94,6 +112,8 @@ public:
         bool start = false;
         {
             std::lock_guard lock(mu_);
+            if (out_.front().has_complete() && spare_completes_.size() < max_spare_completes)
+                spare_completes_.emplace_back(out_.front().release_complete());
             out_.pop_front();
             writing_ = false;
             if (!ok) out_.clear();  // the stream ended: the read side reports it
@@ -148,6 +168,9 @@ private:
         }
         if (!out_.empty()) {
             next_ = Action::Write;
+            // The first write goes with the call's headers: never held back.
+            more_ = wrote_first_ && out_.size() > 1;
+            wrote_first_ = true;
         } else if (writes_done_wanted_ && !writes_done_sent_) {
             writes_done_sent_ = true;
             next_ = Action::WritesDone;
@@ -161,13 +184,17 @@ private:
     void start_next() {
         Action action;
         const v1::WorkerMessage* message = nullptr;
+        bool more = false;
         {
             std::lock_guard lock(mu_);
             action = next_;
+            more = more_;
             if (action == Action::Write) message = &out_.front();
         }
         switch (action) {
-            case Action::Write: StartWrite(message); break;
+            // With the hint gRPC completes the write at once and holds its
+            // bytes for the next write (or WritesDone), which sends them all.
+            case Action::Write: StartWrite(message, more ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions()); break;
             case Action::WritesDone: StartWritesDone(); break;
             case Action::Release: RemoveHold(); break;
             case Action::None: break;
@@ -182,7 +209,10 @@ private:
 
     std::mutex mu_;
     std::deque<v1::WorkerMessage> out_;  // the front is in flight while writing_
+    std::vector<std::unique_ptr<v1::Complete>> spare_completes_;  // written ones, for reuse
     Action next_ = Action::None;
+    bool more_ = false;  // the next write has others queued behind it
+    bool wrote_first_ = false;
     bool writing_ = false;
     bool read_closed_ = false;
     bool writes_done_wanted_ = false;

@@ -13,6 +13,10 @@ namespace {
 /// name) is cut to this.
 constexpr std::size_t max_status_message = 1024;
 
+/// Written leases kept for reuse, per stream: as many as a busy worker has
+/// in flight at once, about.
+constexpr std::size_t max_spare_leases = 256;
+
 grpc::Status bounded(grpc::Status status) {
     const std::string& message = status.error_message();
     if (message.size() <= max_status_message) return status;
@@ -28,7 +32,18 @@ grpc::Status bounded(grpc::Status status) {
 // ---- StreamSession ------------------------------------------------------------------
 
 void StreamSession::lease(RemoteLeaseOut lease) {
-    auto message = wire::lease(lease);
+    std::unique_ptr<v1::Lease> reused;
+    {
+        std::lock_guard lock(mu_);
+        if (!spare_leases_.empty()) {
+            reused = std::move(spare_leases_.back());
+            spare_leases_.pop_back();
+        }
+    }
+    if (!reused) reused = std::make_unique<v1::Lease>();
+    wire::fill_lease(lease, *reused);
+    v1::ServerMessage message;
+    message.set_allocated_lease(reused.release());
     if (const std::size_t size = message.ByteSizeLong(); size > max_message_bytes_)
         throw std::length_error("lease: " + std::to_string(size) +
                                 " bytes encoded, more than the worker server sends (max_message_bytes " +
@@ -88,6 +103,8 @@ void StreamSession::write_done(bool ok) {
     Next next;
     {
         std::lock_guard lock(mu_);
+        if (queue_.front().has_lease() && spare_leases_.size() < max_spare_leases)
+            spare_leases_.emplace_back(queue_.front().release_lease());
         queue_.pop_front();
         writing_ = false;
         if (!ok) {
@@ -105,6 +122,7 @@ void StreamSession::detach() {
     std::lock_guard lock(mu_);
     reactor_ = nullptr;
     queue_.clear();
+    spare_leases_.clear();
 }
 
 StreamSession::Next StreamSession::next_locked() {
@@ -113,6 +131,8 @@ StreamSession::Next StreamSession::next_locked() {
     if (started_ && !queue_.empty()) {
         writing_ = true;
         next.write = &queue_.front();  // a deque keeps it in place while others are queued
+        next.more = wrote_first_ && queue_.size() > 1;
+        wrote_first_ = true;
     } else if (finish_wanted_ && (started_ || finish_at_once_)) {
         // A shutdown queued while RemoteHost::connect ran waits for start():
         // the worker reads registered, then shutdown, then the end.
@@ -127,7 +147,10 @@ void StreamSession::run(Next next) {
     // Outside the lock: gRPC may complete the operation at once on another
     // thread, which then takes the lock. The reactor stays alive meanwhile:
     // OnDone comes only after Finish, which waits for the write in flight.
-    if (next.write) reactor_->StartWrite(next.write);
+    // The hint is safe with one write in flight: gRPC completes a hinted
+    // write at once while it holds less than its write buffer (64 KiB), and
+    // the next write, or the finish, sends what it holds.
+    if (next.write) reactor_->StartWrite(next.write, next.more ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions());
     if (next.finish) reactor_->Finish(*next.finish);
 }
 

@@ -35,6 +35,12 @@ struct ServerShared {
 /// write in flight at a time (gRPC's rule), from whichever thread queued
 /// or completed the last write. Nothing is written before `registered`
 /// (leases queued while `RemoteHost::connect` runs wait for it).
+///
+/// A write with more messages queued behind it carries gRPC's buffer hint:
+/// it completes at once and gRPC holds its bytes until the last queued
+/// message, written without the hint, sends them all in one go (docs/remote.md,
+/// "Writes"). A lone message goes out at once. Written leases are kept for
+/// the next ones, so a lease costs no allocation once the stream is warm.
 class StreamSession : public RemoteSession, public std::enable_shared_from_this<StreamSession> {
 public:
     using Reactor = grpc::ServerBidiReactor<v1::WorkerMessage, v1::ServerMessage>;
@@ -64,6 +70,7 @@ private:
     /// `run` the result after releasing it.
     struct Next {
         const v1::ServerMessage* write = nullptr;
+        bool more = false;  // others queued behind it: the buffer hint
         std::optional<grpc::Status> finish;
     };
     Next next_locked();
@@ -73,8 +80,10 @@ private:
     Reactor* reactor_;  // null once detached
     const std::size_t max_message_bytes_;
     std::deque<v1::ServerMessage> queue_;  // the front is in flight while writing_
+    std::vector<std::unique_ptr<v1::Lease>> spare_leases_;  // written ones, for reuse
     bool started_ = false;
     bool writing_ = false;
+    bool wrote_first_ = false;  // the first write carries the headers: never held back
     std::optional<grpc::Status> finish_wanted_;
     bool finish_at_once_ = false;  // a refusal: not after the queue, nor waiting for start()
     bool finished_ = false;

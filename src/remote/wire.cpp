@@ -48,7 +48,12 @@ v1::ServerMessage registered(const WorkerGrant& grant, std::size_t max_message_b
 
 v1::ServerMessage lease(const RemoteLeaseOut& lease) {
     v1::ServerMessage m;
-    auto& l = *m.mutable_lease();
+    fill_lease(lease, *m.mutable_lease());
+    return m;
+}
+
+void fill_lease(const RemoteLeaseOut& lease, v1::Lease& l) {
+    l.Clear();  // keeps the strings' storage
     l.set_lease(lease.lease.value);
     l.set_task_id(lease.task.value);
     l.set_attempt(lease.attempt);
@@ -61,7 +66,6 @@ v1::ServerMessage lease(const RemoteLeaseOut& lease) {
     for (const auto& [name, value] : lease.tags) (*l.mutable_tags())[name] = value;
     if (lease.timeout) l.set_timeout_s(seconds(*lease.timeout));
     if (lease.deadline_unix_ns) l.set_deadline_unix_ns(*lease.deadline_unix_ns);
-    return m;
 }
 
 v1::ServerMessage abort(LeaseId lease, const std::string& reason) {
@@ -106,6 +110,11 @@ std::optional<RemoteReport> report(const v1::WorkerMessage& message) {
 
 v1::WorkerMessage to_message(const WorkerSend& send) {
     v1::WorkerMessage m;
+    to_message(send, m, nullptr);
+    return m;
+}
+
+void to_message(const WorkerSend& send, v1::WorkerMessage& m, std::unique_ptr<v1::Complete> spare) {
     if (const auto* reg = std::get_if<RegisterMessage>(&send)) {
         auto& r = *m.mutable_register_();
         r.set_pool(reg->registration.pool);
@@ -123,6 +132,7 @@ v1::WorkerMessage to_message(const WorkerSend& send) {
                 if constexpr (std::is_same_v<T, RemoteReport::Heartbeat>) {
                     m.mutable_heartbeat()->set_lease(lease);
                 } else if constexpr (std::is_same_v<T, RemoteReport::Complete>) {
+                    if (spare) m.set_allocated_complete(spare.release());
                     m.mutable_complete()->set_lease(lease);
                     m.mutable_complete()->set_output(what.output);
                 } else if constexpr (std::is_same_v<T, RemoteReport::Fail>) {
@@ -140,7 +150,6 @@ v1::WorkerMessage to_message(const WorkerSend& send) {
             },
             report.what);
     }
-    return m;
 }
 
 std::optional<ServerEvent> to_event(const v1::ServerMessage& message) {

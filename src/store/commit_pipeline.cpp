@@ -61,7 +61,8 @@ Sequence CommitPipeline::enqueue(Batch batch) {
     const Sequence sequence = next_sequence_++;
     if (finished_) return sequence;
     pending_changes_ += batch.changes.size();
-    queue_.push_back(Queued{sequence, std::move(batch)});
+    const std::size_t changes = batch.changes.size();
+    queue_.push_back(Queued{sequence, std::move(batch), changes});
     wake_.notify_all();
     return sequence;
 }
@@ -158,8 +159,8 @@ std::optional<std::uint64_t> CommitPipeline::wait_to_lead() {
 std::vector<CommitPipeline::Queued> CommitPipeline::take_group() {
     std::vector<Queued> group;
     std::size_t changes = 0;
-    while (!queue_.empty() && (group.empty() || changes + queue_.front().batch.changes.size() <= max_group_changes)) {
-        changes += queue_.front().batch.changes.size();
+    while (!queue_.empty() && (group.empty() || changes + queue_.front().changes <= max_group_changes)) {
+        changes += queue_.front().changes;
         group.push_back(std::move(queue_.front()));
         queue_.pop_front();
     }
@@ -171,10 +172,10 @@ void CommitPipeline::put_back(std::vector<Queued> group) {
     for (auto it = group.rbegin(); it != group.rend(); ++it) queue_.push_front(std::move(*it));
 }
 
-void CommitPipeline::record_commit(nanoseconds latency, std::size_t changes) {
+void CommitPipeline::record_commit(nanoseconds latency, std::size_t changes, std::size_t written) {
     std::lock_guard lock(mutex_);
     ++commits_;
-    changes_committed_ += changes;
+    changes_committed_ += written;
     pending_changes_ -= std::min<std::uint64_t>(pending_changes_, changes);
     if (latencies_.size() < latency_window) latencies_.push_back(latency.count());
     else latencies_[latency_next_] = latency.count();
@@ -196,15 +197,21 @@ CommitPipeline::LeadPace CommitPipeline::start_pace() const {
     return pace;
 }
 
-Transaction CommitPipeline::make_transaction(std::uint64_t epoch, const std::vector<Queued>& group, bool pruning,
-                                             bool releasing, std::size_t& changes) const {
+Transaction CommitPipeline::make_transaction(std::uint64_t epoch, std::vector<Queued>& group, bool pruning,
+                                             bool releasing, std::size_t& changes, std::size_t& written) {
     Transaction transaction;
     transaction.epoch = epoch;
-    transaction.batches.reserve(group.size());
-    for (const Queued& queued : group) {
-        changes += queued.batch.changes.size();
-        transaction.batches.push_back(&queued.batch);
+    std::vector<Batch*> batches;
+    batches.reserve(group.size());
+    for (Queued& queued : group) {
+        changes += queued.changes;
+        batches.push_back(&queued.batch);
     }
+    // The group commits as a whole or not at all, so its net effect is what
+    // it leaves. Folded in place: a failed commit puts the folded batches
+    // back, which leave the same, and folding them again changes nothing.
+    written = net_.fold(batches);
+    transaction.batches.assign(batches.begin(), batches.end());
     if (pruning) {
         transaction.prune_before = age_cutoff(system_clock::now(), config_.keep_finished);
         transaction.prune_limit = prune_chunk;
@@ -250,14 +257,14 @@ bool CommitPipeline::retry_failed_commit(const StoreError& error, LeadPace& pace
 
 void CommitPipeline::report_commit(LeadPace& pace, steady_clock::time_point start, bool pruning, std::size_t pruned,
                                    const std::vector<Queued>& group, std::size_t batches, std::size_t changes,
-                                   Sequence last) {
+                                   std::size_t written, Sequence last) {
     const steady_clock::time_point end = steady_clock::now();
     pace.last_renewal = start;
     pace.failing_since.reset();
     pace.backoff = std::chrono::milliseconds(2);
     if (pruning) pace.next_prune = end + (pruned == prune_chunk ? nanoseconds(0) : pace.prune_every);
     if (!group.empty()) {
-        record_commit(end - start, changes);
+        record_commit(end - start, changes, written);
         committed_ = last;
         if (handlers_.on_commit) {
             CommitReport report;
@@ -286,7 +293,8 @@ void CommitPipeline::lead_loop(std::uint64_t epoch) {
         if (group.empty() && !releasing && !pruning && start < pace.last_renewal + pace.renew_every) continue;
 
         std::size_t changes = 0;
-        Transaction transaction = make_transaction(epoch, group, pruning, releasing, changes);
+        std::size_t written = 0;
+        Transaction transaction = make_transaction(epoch, group, pruning, releasing, changes, written);
         const std::size_t batches = group.size();
         const Sequence last = group.empty() ? 0 : group.back().sequence;
         std::size_t pruned = 0;
@@ -296,7 +304,7 @@ void CommitPipeline::lead_loop(std::uint64_t epoch) {
             if (!retry_failed_commit(error, pace, start, transaction, group, batches, changes)) return;
             continue;
         }
-        report_commit(pace, start, pruning, pruned, group, batches, changes, last);
+        report_commit(pace, start, pruning, pruned, group, batches, changes, written, last);
         if (releasing) {
             lose(LostReason::Released, "leadership of " + backend_.name() + " released");
             return;

@@ -7,6 +7,7 @@
 // transaction that checks the epoch, renews, applies changes, prunes and
 // gives the lease up.
 #include "../core/fixed_histogram.hpp"
+#include "net_changes.hpp"
 
 #include <cronoq/store/journal.hpp>
 
@@ -30,7 +31,8 @@ std::string make_holder_name();
 
 /// One write transaction of the lead loop, in this order: the epoch check
 /// and the lease renewal, every change of every batch, the prune, giving
-/// the lease up.
+/// the lease up. The batches are the net changes of the queued ones
+/// (net_changes.hpp), which leave the store as those would.
 struct Transaction {
     std::uint64_t epoch = 0;
     std::vector<const Batch*> batches;
@@ -100,7 +102,8 @@ public:
 private:
     struct Queued {
         Sequence sequence;
-        Batch batch;
+        Batch batch;  ///< folded in place once it joined a transaction
+        std::size_t changes = 0;  ///< as enqueued
     };
 
     // The store's thread.
@@ -118,9 +121,10 @@ private:
         std::chrono::nanoseconds backoff{0};
     };
     LeadPace start_pace() const;
-    /// One transaction for `group`; adds its changes to `changes`.
-    Transaction make_transaction(std::uint64_t epoch, const std::vector<Queued>& group, bool pruning, bool releasing,
-                                 std::size_t& changes) const;
+    /// One transaction for `group`, of its net changes; adds the group's
+    /// changes to `changes` and the net ones to `written`.
+    Transaction make_transaction(std::uint64_t epoch, std::vector<Queued>& group, bool pruning, bool releasing,
+                                 std::size_t& changes, std::size_t& written);
     /// After a failed commit: puts the group back, reports, and backs off;
     /// false when the lead is lost (fenced, or failing for the whole lease).
     bool retry_failed_commit(const StoreError& error, LeadPace& pace, std::chrono::steady_clock::time_point start,
@@ -128,18 +132,21 @@ private:
                              std::size_t changes);
     /// After a commit: renews the pace, records the figures, reports.
     void report_commit(LeadPace& pace, std::chrono::steady_clock::time_point start, bool pruning, std::size_t pruned,
-                       const std::vector<Queued>& group, std::size_t batches, std::size_t changes, Sequence last);
+                       const std::vector<Queued>& group, std::size_t batches, std::size_t changes, std::size_t written,
+                       Sequence last);
     /// Takes queued batches, in order, for one transaction (under mutex_).
     std::vector<Queued> take_group();
     void put_back(std::vector<Queued> group);
     void lose(LostReason reason, std::string message, std::optional<StoreErrorKind> recovery_error = std::nullopt);
-    void record_commit(std::chrono::nanoseconds latency, std::size_t changes);
+    /// `changes` as queued, `written` net of what folded.
+    void record_commit(std::chrono::nanoseconds latency, std::size_t changes, std::size_t written);
     /// Sleeps up to `duration`; returns early when released.
     void pause(std::chrono::nanoseconds duration);
     std::chrono::nanoseconds poll_interval() const;
 
     CommitBackend& backend_;
     const PipelineConfig config_;
+    NetChanges net_;  ///< the store's thread only
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;
@@ -155,7 +162,7 @@ private:
     // Figures, under mutex_.
     std::uint64_t commits_ = 0;
     std::uint64_t failed_commits_ = 0;
-    std::uint64_t changes_committed_ = 0;
+    std::uint64_t changes_committed_ = 0;  ///< net changes written (docs/store.md, "Net changes")
     std::uint64_t pending_changes_ = 0;
     bool leading_ = false;
     std::uint64_t epoch_ = 0;

@@ -37,6 +37,10 @@
 //   commits           store transactions per iteration, throughput only
 //   commits_per_task  the same per task, round trip only
 //   mean_batch_size   changes committed per transaction
+//   changes_per_task  changes committed per task, throughput only: what a
+//                     commit writes is the net effect of its batches
+//                     (docs/store.md, "Net changes"), so a task admitted,
+//                     started and ended within one commit counts once
 //   commit_p50_ms, commit_p99_ms  the store's commit latency over its last
 //                     1024 transactions, at the end of the timed part
 //   server_syncs_per_task  PostgreSQL only: WAL syncs the server made
@@ -377,6 +381,7 @@ void run_throughput(benchmark::State& state, const FreshStores& stores, const Se
     state.counters["sync_share"] = timed_seconds > 0 ? sync_seconds / timed_seconds : 0.0;
     state.counters["commits"] = ratio(totals.commits, static_cast<std::uint64_t>(state.iterations()));
     state.counters["mean_batch_size"] = ratio(totals.changes, totals.commits);
+    state.counters["changes_per_task"] = ratio(totals.changes, done_tasks);
     state.counters["commit_p50_ms"] = 1e-6 * static_cast<double>(last_figures.commit_latency_p50.count());
     state.counters["commit_p99_ms"] = 1e-6 * static_cast<double>(last_figures.commit_latency_p99.count());
     if (server_syncs) state.counters["server_syncs_per_task"] = ratio(server_sync_count, done_tasks);

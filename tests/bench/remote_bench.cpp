@@ -1,12 +1,13 @@
-// BM_RemoteThroughput: a scheduler with a remote pool and its WorkerServer
-// in this process, one worker process (cronoq_bench_remote_worker, 64
-// slots) over loopback. Each iteration batch: 10 000 trivial tasks (the
-// worker answers the payload) submitted with one try_submit_many, then every
-// result awaited. `tasks_per_s` is the figure; compare it with
-// BM_DriverThroughput/1 of the same run (the same work, run in-process).
+// BM_RemoteThroughput/<workers>: a scheduler with a remote pool and its
+// WorkerServer in this process, `workers` worker processes
+// (cronoq_bench_remote_worker, 64 slots each) over loopback. Each iteration
+// batch: 10 000 trivial tasks (the worker answers the payload) submitted
+// with one try_submit_many, then every result awaited. `tasks_per_s` is the
+// figure; compare it with BM_GrpcEchoBaseline (the bare transport) and
+// BM_DriverThroughput/1 (the same work, run in-process) of the same run.
 //
-// The worker connects during the untimed first batch, which waits for it:
-// the pool has no capacity before.
+// The workers connect before the untimed first batch: the benchmark waits
+// until the pool's snapshot counts them all.
 //
 // GCC 12: no lambda or braced temporary inside a co_await full-expression.
 #include <cronoq/codec.hpp>
@@ -54,34 +55,91 @@ pid_t spawn_worker(const std::string& target) {
     return pid;
 }
 
-void BM_RemoteThroughput(benchmark::State& state) {
-    asio::io_context io(1);
-    auto guard = asio::make_work_guard(io);
-    std::thread runner([&io] { io.run(); });
-    auto sched = Sched::builder().pool(cronoq::Pool<int, int>("bench").remote()).build(io.get_executor());
-    cronoq::WorkerServerConfig config;
-    config.listen = "127.0.0.1:0";
-    config.tokens = {"bench"};
-    std::optional<cronoq::WorkerServer> server(cronoq::WorkerServer::start(sched, config));
-    const pid_t worker = spawn_worker("127.0.0.1:" + std::to_string(server->port()));
+/// A scheduler with a remote pool, its WorkerServer and `workers` worker
+/// processes, all connected once constructed (`error` says otherwise).
+class RemoteSetup {
+public:
+    explicit RemoteSetup(std::size_t workers)
+        : guard_(asio::make_work_guard(io_)),
+          runner_([this] { io_.run(); }),
+          sched_(Sched::builder().pool(cronoq::Pool<int, int>("bench").remote()).build(io_.get_executor())) {
+        cronoq::WorkerServerConfig config;
+        config.listen = "127.0.0.1:0";
+        config.tokens = {"bench"};
+        server_.emplace(cronoq::WorkerServer::start(sched_, config));
+        for (std::size_t i = 0; i < workers; ++i) pids_.push_back(spawn_worker("127.0.0.1:" + std::to_string(server_->port())));
+        if (!wait_for_workers(workers)) error = "the workers did not connect";
+    }
+    RemoteSetup(const RemoteSetup&) = delete;
+    RemoteSetup& operator=(const RemoteSetup&) = delete;
+    ~RemoteSetup() {
+        kill_workers(SIGTERM);
+        for (const pid_t pid : pids_) {
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+        }
+        server_.reset();
+        auto stop = [sched = sched_]() mutable -> asio::awaitable<void> {
+            auto op = sched.shutdown(0s);
+            co_await std::move(op);
+        };
+        auto stopped = asio::co_spawn(io_, stop, asio::use_future);
+        stopped.wait();
+        guard_.reset();
+        runner_.join();
+    }
 
-    auto run_batch = [&]() -> std::string {
-        auto done = asio::co_spawn(io, cronoq_bench::submit_many_and_sum(sched, remote_batch), asio::use_future);
+    /// Runs `work` on the scheduler's io_context; empty if it returned the
+    /// sum of 0..n-1, else what went wrong. A hang ends the process.
+    std::string run(asio::awaitable<std::int64_t> work, int n, const char* what) {
+        auto done = asio::co_spawn(io_, std::move(work), asio::use_future);
         if (done.wait_for(remote_hang_limit) != std::future_status::ready) {
-            std::fprintf(stderr, "BM_RemoteThroughput: a batch not done after %lld s, taken for a hang\n",
+            std::fprintf(stderr, "%s: a batch not done after %lld s, taken for a hang\n", what,
                          static_cast<long long>(std::chrono::seconds(remote_hang_limit).count()));
-            ::kill(worker, SIGKILL);
+            kill_workers(SIGKILL);
             std::_Exit(EXIT_FAILURE);
         }
         try {
             const std::int64_t sum = done.get();
-            const std::int64_t expected = cronoq_bench::expected_sum(remote_batch);
-            return sum == expected ? std::string{} : "wrong sum " + std::to_string(sum);
+            return sum == cronoq_bench::expected_sum(n) ? std::string{} : "wrong sum " + std::to_string(sum);
         } catch (const std::exception& e) {
             return e.what();
         }
+    }
+
+    Sched& sched() { return sched_; }
+    std::string error;
+
+private:
+    bool wait_for_workers(std::size_t n) {
+        const auto until = std::chrono::steady_clock::now() + remote_hang_limit;
+        while (std::chrono::steady_clock::now() < until) {
+            const auto snapshot = sched_.snapshot();
+            if (!snapshot.pools.empty() && snapshot.pools.front().remote_workers.value_or(0) >= n) return true;
+            std::this_thread::sleep_for(5ms);  // setup only, before the timed part
+        }
+        return false;
+    }
+    void kill_workers(int signal) {
+        for (const pid_t pid : pids_) ::kill(pid, signal);
+    }
+
+    asio::io_context io_{1};
+    asio::executor_work_guard<asio::io_context::executor_type> guard_;
+    std::thread runner_;
+    Sched sched_;
+    std::optional<cronoq::WorkerServer> server_;
+    std::vector<pid_t> pids_;
+};
+
+void BM_RemoteThroughput(benchmark::State& state) {
+    RemoteSetup setup(static_cast<std::size_t>(state.range(0)));
+    auto run_batch = [&] {
+        return setup.run(cronoq_bench::submit_many_and_sum(setup.sched(), remote_batch), remote_batch,
+                         "BM_RemoteThroughput");
     };
-    std::string error = run_batch();  // waits for the worker to connect
+    std::string error = setup.error;
+    if (error.empty()) error = run_batch();
     if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
     const auto t0 = std::chrono::steady_clock::now();
     while (error.empty() && state.KeepRunningBatch(remote_batch)) {
@@ -90,21 +148,40 @@ void BM_RemoteThroughput(benchmark::State& state) {
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
     state.counters["tasks_per_s"] = static_cast<double>(state.iterations()) / elapsed.count();
-
-    ::kill(worker, SIGTERM);
-    int status = 0;
-    ::waitpid(worker, &status, 0);
-    server.reset();
-    auto stop = [sched]() mutable -> asio::awaitable<void> {
-        auto op = sched.shutdown(0s);
-        co_await std::move(op);
-    };
-    auto stopped = asio::co_spawn(io, stop, asio::use_future);
-    stopped.wait();
-    guard.reset();
-    runner.join();
     state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_RemoteThroughput)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RemoteThroughput)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+/// Tasks 0..n-1, one at a time: each submitted once the previous result came.
+asio::awaitable<std::int64_t> one_at_a_time(Sched sched, int n) {
+    std::int64_t sum = 0;
+    for (int i = 0; i < n; ++i) {
+        auto submitted = sched.try_submit(cronoq::Task<int>(i));
+        if (!submitted) throw std::runtime_error("try_submit: " + submitted.message());
+        auto wait = submitted.value().result();
+        std::shared_ptr<const int> out = co_await std::move(wait);
+        sum += *out;
+    }
+    co_return sum;
+}
+
+// BM_RemoteRoundTrip: one task at a time on one worker process, the latency
+// of a lone task (lease out, complete back): batching must not make it wait.
+void BM_RemoteRoundTrip(benchmark::State& state) {
+    constexpr int round_trips = 200;
+    RemoteSetup setup(1);
+    auto run_batch = [&] {
+        return setup.run(one_at_a_time(setup.sched(), round_trips), round_trips, "BM_RemoteRoundTrip");
+    };
+    std::string error = setup.error;
+    if (error.empty()) error = run_batch();
+    if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
+    while (error.empty() && state.KeepRunningBatch(round_trips)) {
+        error = run_batch();
+        if (!error.empty()) state.SkipWithError(error.c_str());
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RemoteRoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
