@@ -3,6 +3,9 @@
 // cancellation (see scheduler_state.hpp and docs/design.md).
 #include <cronoq/logging.hpp>
 
+#include <spdlog/spdlog.h>
+
+#include "runtime/start_run.hpp"
 #include "scheduler_state.hpp"
 
 #include <asio/dispatch.hpp>
@@ -16,52 +19,9 @@ namespace cronoq::detail {
 
 // ---- starts --------------------------------------------------------------------------------
 
-namespace {
-// The attempt whose coroutine the innermost start on this thread is
-// spawning; null outside every start. An attempt's completion that finds
-// itself here ended inside that spawn (the coroutine never suspended); one
-// that finds any attempt here runs inside a start, where a call of the
-// application's may be below.
-thread_local const Attempt* spawning = nullptr;
-
-// The attempt whose lane a run on this thread is dispatching to: its
-// handler, run inline by that dispatch, starts it in the run.
-thread_local const Attempt* entering = nullptr;
-
-// One start_all's run on this thread. The attempts that end inside their
-// start leave their ends here, to be served together in one step once every
-// start of the run is made; what that step (or an executor calling the
-// scheduler) dispatches waits here for the next run, which goes round the
-// io_context once for all of them. Only one run per thread: a start_all of
-// another scheduler inside it posts its starts, as inside any start.
-class StartRun {
-public:
-    explicit StartRun(const SchedulerCore::State& s) noexcept : state_(&s) { current_ = this; }
-    ~StartRun() { current_ = nullptr; }
-    StartRun(const StartRun&) = delete;
-    StartRun& operator=(const StartRun&) = delete;
-
-    static StartRun* current() noexcept { return current_; }
-    /// The run of `s` on this thread, if one is under way.
-    static StartRun* of(const SchedulerCore::State& s) noexcept {
-        return current_ && current_->state_ == &s ? current_ : nullptr;
-    }
-    /// Ends made inside this run's starts; the buffer is the thread's,
-    /// kept with its capacity from run to run.
-    static std::vector<AttemptEnd>& ends() noexcept { return ends_; }
-
-    /// Adds `list` (linked through `next_start`) to the next run, in order.
-    void later(std::shared_ptr<Attempt> list) noexcept { next_.append(std::move(list)); }
-    std::shared_ptr<Attempt> take_later() noexcept { return next_.take(); }
-
-private:
-    const SchedulerCore::State* state_;
-    StartList next_;
-    static inline thread_local StartRun* current_ = nullptr;
-    static inline thread_local std::vector<AttemptEnd> ends_;
-};
-
-}  // namespace
+using runtime::EnteringLane;
+using runtime::Spawning;
+using runtime::StartRun;
 
 void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
     if (!core || !first) return;  // the scheduler is being destroyed: nothing may start
@@ -92,21 +52,19 @@ void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::s
             // starts in this run); else it is queued there, and starts in
             // a run of its own.
             auto go = [core, a]() mutable {
-                if (entering == a.get()) {
-                    entering = nullptr;
-                    return start(std::move(core), std::move(a));
-                }
+                if (EnteringLane::take(a.get())) return start(std::move(core), std::move(a));
                 start_all(std::move(core), std::move(a));
             };
-            entering = a.get();
-            try {
-                asio::dispatch(lane, std::move(go));
-            } catch (...) {  // the handler could not be allocated
-                entering = nullptr;
-                end_attempt(core, std::move(a), std::current_exception(), {});
-                continue;
+            std::exception_ptr failed;
+            {
+                EnteringLane entering(a.get());
+                try {
+                    asio::dispatch(lane, std::move(go));
+                } catch (...) {  // the handler could not be allocated
+                    failed = std::current_exception();
+                }
             }
-            entering = nullptr;
+            if (failed) end_attempt(core, std::move(a), failed, {});
         }
         // The attempts that ended inside their start: one step serves them
         // all, as it serves a single end (post_end).
@@ -135,11 +93,7 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
         auto aborted = std::make_exception_ptr(TaskError::cancelled());
         return end_attempt(std::move(core), std::move(attempt), aborted, {});
     }
-    struct Spawning {
-        explicit Spawning(const Attempt* a) : outer(std::exchange(spawning, a)) {}
-        ~Spawning() { spawning = outer; }
-        const Attempt* outer;
-    } in_start(attempt.get());
+    Spawning in_start(attempt.get());
     try {
         // The executor's own coroutine is spawned (spawn_attempt): no frame
         // of the driver's sits between it and Asio; its end (or what it
@@ -169,11 +123,11 @@ void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::share
 // ---- ends ----------------------------------------------------------------------------------
 
 void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& out) && {
-    if (spawning == attempt_.get()) attempt_->ended_in_start = true;
+    if (Spawning::current() == attempt_.get()) attempt_->ended_in_start = true;
     // The coroutine ended without suspending, inside its start: a call of
     // the application's (try_submit) may be below, so the waiters this end
     // completes are posted.
-    if (spawning)
+    if (Spawning::current())
         return SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
     // Where the coroutine ended after a suspension, in the handler that
     // resumed it: if this end leaves the scheduler idle, the waiters it
@@ -199,20 +153,7 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
     }
     // With a store, the output crosses it as bytes: encoded here, off the
     // engine's mutex. An output the codec refuses cannot be kept.
-    const auto& encode = core->s_->durable ? core->s_->durable->codec.encode_output : nullptr;
-    if (encode && out.value && !out.error) {
-        try {
-            out.encoded = encode(out.value.get());
-        } catch (const std::exception& e) {
-            out = AttemptOutput{nullptr, TaskError::permanent(std::string("encode: ") + e.what()), {}};
-        }
-        if (const std::size_t limit = core->s_->durable->max_value_bytes; out.encoded && out.encoded->size() > limit)
-            out = AttemptOutput{nullptr,
-                                TaskError::permanent("encode: the output is " + std::to_string(out.encoded->size()) +
-                                                     " bytes encoded, more than the store accepts (" +
-                                                     std::to_string(limit) + ")"),
-                                {}};
-    }
+    core->s_->encoder.encode_output(out);
     // From here on the context reports cancelled (docs/guide/executors.md).
     a->cancel.cancel();
     // Ended inside a start of a run (start_all): the run serves it with

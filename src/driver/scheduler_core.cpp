@@ -74,7 +74,7 @@ SchedulerCore::~SchedulerCore() {
     if (s_ && s_->durable) s_->durable->link->disconnect();
     // The timers' callbacks hold only a weak reference; cancel their waits.
     if (s_ && s_->timer) s_->timer->disarm();
-    if (s_ && s_->recurring_timer) s_->recurring_timer->disarm();
+    if (s_ && s_->recurring) s_->recurring->stop();
     if (s_ && s_->abandon_timer) s_->abandon_timer->disarm();
 }
 
@@ -92,7 +92,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         // A remote pool's cap on granted slots: workers(...)'s max, else none (0).
         d.engine.max_workers = d.engine.remote && !d.workers_given ? 0 : d.max_workers;
         d.engine.min_workers = d.min_workers;
-        state->engine.add_pool(d.engine);  // validates the rest, names the field
+        state->unshared_engine().add_pool(d.engine);  // validates the rest, names the field
         PoolRuntime& p = state->pools.emplace_back();
         p.executor = d.run_on ? *d.run_on : executor;
         p.name = std::make_shared<const std::string>(d.engine.name);
@@ -108,14 +108,19 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
                     p.lanes.emplace_back(asio::make_strand(p.executor));
             }
         }
-        state->any_remote = state->any_remote || d.engine.remote;
         p.def = std::move(d);
     }
+    state->encoder.pools_ready();
     state->timer = state->clock->make_timer(executor);
-    state->recurring_timer = state->clock->make_timer(executor);
     state->abandon_timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
+    core->s_->recurring = std::make_unique<RecurringTable>(core->s_->clock->make_timer(executor), [w = core->s_->self] {
+        if (auto c = w.lock()) {
+            State::Step step(*c->s_);
+            c->s_->on_recurring_due();
+        }
+    });
     // Before anything can happen: a subscription from the builder sees
     // every event, recovery included.
     for (const auto& taken : std::exchange(core->s_->options.subscriptions, {})) {

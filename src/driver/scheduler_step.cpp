@@ -56,13 +56,14 @@ core::Outcome to_outcome(const AttemptOutput& out) {
 }  // namespace
 
 SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
-    : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
-    clock = options.clock ? options.clock : Clock::steady();
+    : executor(std::move(ex)), options(std::move(opts)), clock(options.clock ? options.clock : Clock::steady()),
+      engine(options.engine),
+      encoder(pools, *clock, options.store != nullptr, options.codec,
+              options.store ? options.store->journal().max_value_bytes() : 0) {
     set_engine_modes();
     debug_logging = logger()->should_log(spdlog::level::debug);
     if (options.store) {
         durable = std::make_unique<Durable>(options.store);
-        durable->codec = options.codec;
     }
 }
 
@@ -200,8 +201,7 @@ void SchedulerCore::State::serve_ends(core::Time now) {
         Attempt& a = *end.attempt;
         const bool live = engine.complete(a.lease, to_outcome(end.output), now);
         if (live) {
-            a.record->output = std::move(end.output.value);
-            a.record->encoded_output = std::move(end.output.encoded);
+            a.record->output = std::move(end.output.output);
             if (a.record->live.get() == &a) a.record->live.reset();
             // Not live: the engine abandoned the attempt, and what it threw
             // on the way out (operation_aborted) is expected, not a panic.
@@ -239,15 +239,10 @@ void SchedulerCore::State::serve_remote(RemoteEnd& end, core::Time now) {
             if (engine.complete(end.lease, to_outcome(end.output), now, end.worker)) break;
             return;
     }
-    auto it = remote_leases.find(end.lease.value);
-    if (it == remote_leases.end()) return;
-    Attempt& a = *it->second;
-    if (end.kind == RemoteEnd::Kind::Ended) {
-        a.record->output = std::move(end.output.value);
-        a.record->encoded_output = std::move(end.output.encoded);
-    }
-    if (a.record->live == it->second) a.record->live.reset();
-    remote_leases.erase(it);
+    auto attempt = remote.end_lease(held(), end.lease);
+    if (!attempt) return;
+    if (end.kind == RemoteEnd::Kind::Ended) attempt->record->output = std::move(end.output.output);
+    if (attempt->record->live == attempt) attempt->record->live.reset();
 }
 
 void SchedulerCore::State::deliver(std::vector<Deferred>& work, store::Sequence step_seq) {
@@ -309,14 +304,14 @@ void SchedulerCore::State::apply(core::Time now) {
     constexpr std::size_t loading_ahead_from = 16;
     constexpr int dispatches_ahead = 4;
     std::size_t ahead = actions.size() >= loading_ahead_from ? 0 : actions.size();  // the next to look at
-    const auto load_next_dispatch = [&] {
+    const auto load_next_dispatch = [&]() CRONOQ_REQUIRES(mu) {
         while (ahead < actions.size())
             if (const auto* d = std::get_if<core::Dispatch>(&actions[ahead++])) return prefetch_for_dispatch(from_user(d->user));
     };
     for (int i = 0; i < dispatches_ahead; ++i) load_next_dispatch();
     for (core::Action& action : actions) {
         if (std::holds_alternative<core::Dispatch>(action)) load_next_dispatch();
-        std::visit([&](auto& a) { on(a, now, wall); }, action);
+        std::visit([&](auto& a) CRONOQ_REQUIRES(mu) { on(a, now, wall); }, action);
     }
     rearm();
     check_drained();
@@ -385,9 +380,8 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     f.status = s.status;
     f.attempt = s.attempt;
     if (!s.message.empty()) f.message = std::move(s.message);  // a success has none: no call
-    if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output);
-    record->output.reset();
-    record->encoded_output = std::nullopt;
+    if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output.value);
+    record->output = {};
     // A keyed task's record stays while the engine retains the task, so
     // that a resubmitted key gets a handle to its outcome (until Forget).
     if (record->keyed()) {
@@ -449,7 +443,7 @@ void SchedulerCore::State::on_wakeup() {
 void SchedulerCore::State::begin_shutdown(std::chrono::nanoseconds grace) {
     if (!shutting_down) log([grace] { logger()->info("shutting down (grace {} ms)", grace.count() / 1000000); });
     shutting_down = true;
-    if (recurring_timer) recurring_timer->disarm();
+    recurring->stop();
     // Waiting submitters try again and fail with ShuttingDown.
     for (PoolRuntime& p : pools)
         while (!p.waiting_submits.empty()) wake_next_submit(p);
@@ -475,7 +469,7 @@ void SchedulerCore::State::check_drained() {
         armed.reset();
         timer->disarm();
         abandon_timer->disarm();
-        recurring_timer->disarm();
+        recurring->stop();
     }
     if (durable && !durable->lead_ended) {
         // At the end of this step, after its changes, the store commits what

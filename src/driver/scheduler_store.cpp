@@ -23,30 +23,40 @@ std::optional<store::WallTime> wall_of(std::optional<core::Time> t, core::Time n
 
 }  // namespace
 
-// ---- writing (mutex held unless said) ---------------------------------------------------
-
-// Off the mutex: the codec is the application's code.
-// With a store, or for a remote pool (whose leases carry these bytes): both
-// use codec<P>, so one encoding serves both.
-SubmitResult<Encoded> SchedulerCore::State::encode(const TaskRequest& r) const {
-    Encoded e;
-    const PoolRuntime* remote = remote_pool_of(r);
-    if (durable) e.wall = clock->system_now();
-    try {
-        e.payload = durable ? durable->codec.encode_payload(r.payload.get()) : remote->def.codec.encode_payload(r.payload.get());
-    } catch (const std::exception& ex) {
-        return {SubmitError::Invalid, std::string("payload: the codec cannot encode it: ") + ex.what()};
+// Recovered rows as admit reads them; a row that cannot come back ends
+// failed in the store (unless it ended already), and is named in the log.
+class SchedulerCore::State::RecoveredRows final : public Submissions {
+public:
+    RecoveredRows(State& s, std::vector<Submission>& list, std::chrono::system_clock::time_point wall)
+        : s_(s), list_(list), wall_(wall) {}
+    std::size_t size() const override { return list_.size(); }
+    Submission& at(std::size_t i) override { return list_[i]; }
+    // Only a pool the engine does not know refuses a row before the
+    // engine sees it; what the engine refuses is counted, and logged.
+    // Called by admit, with the engine's mutex held.
+    void result(std::size_t i, Admitted&& r) override CRONOQ_REQUIRES(s_.mu) {
+        const store::TaskRow& row = *list_[i].row;
+        const bool unknown_pool = !r && r.error() == SubmitError::UnknownPool;
+        if (!unknown_pool) ++restored_;
+        if (r) return;
+        if (unknown_pool) {
+            if (!is_terminal(row.status)) s_.fail_recovered(row.id, row.attempt, "unknown pool after restart: " + row.pool, wall_);
+            return;
+        }
+        s_.log([id = row.id, message = r.message()] {
+            logger()->warn("recovery: task {} could not come back: {}", id.value, message);
+        });
     }
-    if (durable && e.payload.size() > durable->max_value_bytes)
-        return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
-                                          " bytes encoded, more than the store accepts (" +
-                                          std::to_string(durable->max_value_bytes) + ")"};
-    if (remote)
-        if (auto problem = lease_too_large(r, *remote, e.payload.size()); !problem.empty())
-            return {SubmitError::Invalid, std::move(problem)};
-    if (durable) e.options = encode_options(r, e.wall);
-    return e;
-}
+    std::size_t restored() const { return restored_; }
+
+private:
+    State& s_;
+    std::vector<Submission>& list_;
+    std::chrono::system_clock::time_point wall_;
+    std::size_t restored_ = 0;
+};
+
+// ---- writing (mutex held unless said) ---------------------------------------------------
 
 void SchedulerCore::State::write_admission(TaskId id, const TaskRecord& record, const Encoded& encoded) {
     if (!durable->writing) return;
@@ -72,7 +82,8 @@ void SchedulerCore::State::write_status(const core::Status& s, TaskRecord& recor
     t.last_error = s.message;
     t.updated_at = wall + std::chrono::duration_cast<store::WallTime::duration>(s.at - now);
     t.run_at = wall_of(s.until, now, wall);
-    if (s.status == TaskStatus::Succeeded && record.output) t.output = record.encoded_output ? *record.encoded_output : std::string();
+    if (s.status == TaskStatus::Succeeded && record.output.value)
+        t.output = record.output.bytes ? *record.output.bytes : std::string();
     durable->batch.changes.emplace_back(std::move(t));
 }
 
@@ -143,7 +154,7 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
             // Fenced or failing: stop at once; what the store holds is for the
             // next leader. Running attempts are aborted without a change.
             shutting_down = true;
-            if (recurring_timer) recurring_timer->disarm();
+            recurring->stop();
             for (PoolRuntime& p : pools)
                 while (!p.waiting_submits.empty()) wake_next_submit(p);
             const auto now = clock->now();
@@ -198,13 +209,27 @@ void SchedulerCore::State::on_leading(store::Recovered recovered) {
 
 void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall) {
     start_fresh_engine(recovered.marks);
-    std::vector<core::RestoredTask> tasks;
-    std::vector<std::shared_ptr<TaskRecord>> records;
     for (const store::UnreadableRow& row : recovered.unreadable)
         fail_recovered(row.id, row.attempt, "decode: " + row.why, wall);
-    for (store::TaskRow& row : recovered.tasks) rebuild_recovered(row, now, wall, tasks, records);
-    const std::size_t restored = restore_recovered(tasks, records, now);
-    log([n = restored, marks = recovered.marks, epoch = recovered.epoch] {
+    // Each row comes back through the one admission entry, as a submission
+    // whose bytes are the row's (a remote pool's leases carry them).
+    std::vector<Submission> list;
+    list.reserve(recovered.tasks.size());
+    for (const store::TaskRow& row : recovered.tasks) {
+        Submission s;
+        try {
+            s.request = encoder.decode(row);
+        } catch (const std::exception& e) {
+            if (!is_terminal(row.status)) fail_recovered(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
+            continue;
+        }
+        s.encoded = Encoded{row.payload, {}, wall};
+        s.row = &row;
+        list.push_back(std::move(s));
+    }
+    RecoveredRows group(*this, list, wall);
+    admit(group, AdmitMode::Restoring, now);
+    log([n = group.restored(), marks = recovered.marks, epoch = recovered.epoch] {
         logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
     });
 }
@@ -234,80 +259,12 @@ void SchedulerCore::State::fail_recovered(TaskId id, std::uint32_t attempt, std:
     durable->batch.changes.emplace_back(std::move(t));
 }
 
-void SchedulerCore::State::rebuild_recovered(store::TaskRow& row, core::Time now,
-                                             std::chrono::system_clock::time_point wall,
-                                             std::vector<core::RestoredTask>& tasks,
-                                             std::vector<std::shared_ptr<TaskRecord>>& records) {
-    const auto engine_time = [&](std::optional<store::WallTime> t) -> std::optional<core::Time> {
-        if (!t) return std::nullopt;
-        return core::add_saturated(now, std::chrono::duration_cast<core::Duration>(*t - wall));
-    };
-    TaskRequest r;
-    try {
-        r = decode_options(row.options);
-        r.payload = durable->codec.decode_payload(row.payload);
-    } catch (const std::exception& e) {
-        if (!is_terminal(row.status)) fail_recovered(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
-        return;
-    }
-    r.pool = row.pool;
-    r.kind = row.kind;
-    r.key = row.key;
-    core::TaskSpec spec;
-    if (auto failure = to_spec(r, now, wall, spec)) {
-        if (!is_terminal(row.status))
-            fail_recovered(row.id, row.attempt,
-                           failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
-                                                                      : failure->second,
-                           wall);
-        return;
-    }
-    std::shared_ptr<const void> output;
-    if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
-        try {
-            output = durable->codec.decode_output(*row.output);
-        } catch (const std::exception&) {
-            // The task succeeded; only its kept output is unreadable.
-        }
-    }
-    // A remote pool's leases carry the same codec<P> bytes as the row.
-    auto record = make_record(spec.pool, std::move(r), wall, &row.payload);
-    if (record->keyed()) relative_to_submission(*record->more, row.submitted_at);  // for a retry
-    record->assign_id(row.id);
-    record->set_status(row.status);
-    if (is_terminal(row.status)) record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
-    spec.user = to_user(record.get());
-    tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
-                                       row.last_error});
-    records.push_back(std::move(record));
-}
-
-std::size_t SchedulerCore::State::restore_recovered(const std::vector<core::RestoredTask>& tasks,
-                                                    std::vector<std::shared_ptr<TaskRecord>>& records, core::Time now) {
-    auto results = engine.restore(tasks, now);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        if (!results[i]) {
-            log([id = tasks[i].id, message = results[i].message()] {
-                logger()->warn("recovery: task {} could not come back: {}", id.value, message);
-            });
-            continue;
-        }
-        hold(records[i]);
-        // As for a task that ends here: a finished one without a key keeps no record.
-        if (is_terminal(tasks[i].status) && !records[i]->keyed()) {
-            engine.release_user(tasks[i].id);
-            release(*records[i]);
-        }
-    }
-    return results.size();
-}
-
 void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& rows) {
     for (store::RecurringRow& row : rows) {
         // A schedule that cannot come back stays in the store, untouched:
         // a process that declares its pool, or reads its format, may lead
         // later. It is named in the log.
-        const auto skip = [&](const std::string& why) {
+        const auto skip = [&](const std::string& why) CRONOQ_REQUIRES(mu) {
             log([name = row.name, why] { logger()->warn("recovery: recurring \"{}\" not resumed: {}", name, why); });
         };
         try {
@@ -318,7 +275,7 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
                 skip("unknown pool after restart: " + *r.task.pool);
                 continue;
             }
-            r.task.payload = durable->codec.decode_payload(stored.payload);
+            r.task.payload = encoder.decode_payload(stored.payload);
             CronExpr expr = CronExpr::parse(r.cron);
             // From its last occurrence: one missed while no process led is
             // due at once (and fires once), none fires twice.
@@ -328,7 +285,7 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
             schedule.last_fired = row.last_fired;
             schedule.encoded_payload = std::move(stored.payload);
             if (row.last_fired) schedule.last = engine.find_key(occurrence_key(schedule, *row.last_fired));
-            schedules.insert_or_assign(row.name, std::move(schedule));
+            recurring->restore(held(), std::move(schedule));
         } catch (const std::exception& e) {
             skip(std::string("decode: ") + e.what());
         }
