@@ -38,6 +38,20 @@ private:
     std::uint64_t acquisitions_ = 0;
 };
 
+/// Holds `M` for its scope, in a way the analysis sees (std::lock_guard is
+/// not annotated).
+template <class M>
+class CRONOQ_SCOPED_CAPABILITY ScopedLock {
+public:
+    explicit ScopedLock(M& m) CRONOQ_ACQUIRE(m) : m_(m) { m_.lock(); }
+    ~ScopedLock() CRONOQ_RELEASE() { m_.unlock(); }
+    ScopedLock(const ScopedLock&) = delete;
+    ScopedLock& operator=(const ScopedLock&) = delete;
+
+private:
+    M& m_;
+};
+
 /// Proof that the engine's mutex is held, for as long as the reference is
 /// passed down one call chain; made only by the driver (`State::held()`).
 class EngineHeld {

@@ -75,7 +75,7 @@ SchedulerCore::~SchedulerCore() {
     // The timers' callbacks hold only a weak reference; cancel their waits.
     if (s_ && s_->timer) s_->timer->disarm();
     if (s_ && s_->recurring) s_->recurring->stop();
-    if (s_ && s_->abandon_timer) s_->abandon_timer->disarm();
+    if (s_) s_->launcher.stop();
 }
 
 std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor executor, SchedulerOptions options,
@@ -112,7 +112,6 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     }
     state->encoder.pools_ready();
     state->timer = state->clock->make_timer(executor);
-    state->abandon_timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
     core->s_->recurring = std::make_unique<RecurringTable>(core->s_->clock->make_timer(executor), [w = core->s_->self] {
@@ -165,7 +164,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
         State::Step step(*s_);
         s_->begin_shutdown(grace);
     }
-    auto drained = s_->drained;
+    auto drained = s_->delivery.drained();
     co_await drained->async_wait(asio::use_awaitable);
 }
 
@@ -187,12 +186,9 @@ std::shared_ptr<EventQueue> SchedulerCore::make_subscription() {
 void SchedulerCore::attach(const std::shared_ptr<EventQueue>& q) {
     // Under both mutexes: a step that sees the count publishes to it.
     State::Read engine(*s_);
-    std::lock_guard delivering(s_->deliver_mu);
-    if (s_->drained->is_set()) {
+    if (!s_->delivery.subscribe(q)) {
         q->close();
     } else {
-        s_->subscribers.push_back(q);
-        s_->subscriber_count.store(s_->subscribers.size(), std::memory_order_relaxed);
         // From now on every transition makes an event (and stays so: a
         // subscriber may come back at any time).
         s_->engine.report_implied_transitions(true);

@@ -62,8 +62,7 @@ std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
     // lead is lost if commits keep failing), so that its row tells its end
     // and its output.
     if (pending > 0) {
-        std::unique_lock lock(s_->deliver_mu);
-        s_->durable->commit_seen.wait(lock, [&] { return s_->durable->committed >= pending || s_->durable->lost; });
+        s_->delivery.block_until_committed(pending);
     }
     // Off the mutex: a short read of the store. Every task the engine holds
     // a record of was found above, so a row found here is of a task that ended.

@@ -29,9 +29,11 @@
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/store.hpp>
 
+#include "attempt_launcher.hpp"
 #include "attempt_state.hpp"
 #include "runtime/block_pool.hpp"
 #include "blocking_pool.hpp"
+#include "delivery.hpp"
 #include "encoder.hpp"
 #include "engine_mutex.hpp"
 #include "pool_runtime.hpp"
@@ -61,20 +63,6 @@
 namespace cronoq::detail {
 
 class EventQueue;
-
-/// Work a step leaves for after the engine's mutex.
-struct Finish {  // a handle's terminal outcome
-    std::shared_ptr<TaskRecord> record;
-    TaskStatus status = TaskStatus::Ready;
-    std::uint32_t attempt = 0;
-    std::string message;
-    ErasedValue output;
-};
-struct Drained {};  // shutdown is complete: wake its waiters
-struct Ack {        // a submitter or `flush` waiting for the step's commit
-    std::shared_ptr<WaitList> done;
-};
-using Deferred = std::variant<Finish, StatusEvent, UniqueFunction<void()>, Drained, Ack>;
 
 /// How the store's thread reaches the scheduler. The handlers given to
 /// `Journal::lead` hold this, never the scheduler itself: a handler that
@@ -118,17 +106,8 @@ struct Durable {
     core::NextIds reserved{0, 0};
     static constexpr std::uint64_t id_block = 4096;
 
-    // Guarded by `deliver_mu`.
-    store::Sequence committed = 0;
-    // Handle results and acknowledgements, released when their step's
-    // commit is: the sequence to wait for, then the work.
-    std::multimap<store::Sequence, Deferred> held;
-    std::optional<std::string> lost;  // why the lead ended, once it has
-    std::condition_variable_any commit_seen;  // notified when `committed` or `lost` changes
-
     std::shared_ptr<WaitList> leading = WaitList::create();    // set once open() may return
     std::shared_ptr<WaitList> lost_waits = WaitList::create();  // set once the lead ended
-    std::optional<StoreError> open_error;                       // guarded by `deliver_mu`
 };
 
 struct SchedulerCore::State {
@@ -146,6 +125,8 @@ struct SchedulerCore::State {
     core::Engine& unshared_engine() CRONOQ_NO_THREAD_SAFETY_ANALYSIS { return engine; }
     /// The proof of holding the engine's mutex that components take.
     EngineHeld held() const CRONOQ_REQUIRES(mu) { return EngineHeld{}; }
+    /// The state of `core` (a nested type reaches its private member).
+    static State& of(SchedulerCore& core) { return *core.s_; }
 
     asio::any_io_executor executor;
     SchedulerOptions options;
@@ -168,8 +149,6 @@ struct SchedulerCore::State {
     StartList starts CRONOQ_GUARDED_BY(mu);
     std::unique_ptr<Clock::Timer> timer;
     std::optional<core::Time> armed CRONOQ_GUARDED_BY(mu);
-    std::unique_ptr<Clock::Timer> abandon_timer;    // shutdown's limit on deaf attempts
-    bool abandon_armed CRONOQ_GUARDED_BY(mu) = false;
     // Made by create(), then never replaced; its own data is reached with
     // an EngineHeld.
     std::unique_ptr<RecurringTable> recurring;
@@ -179,7 +158,7 @@ struct SchedulerCore::State {
     OwnedPool record_blocks CRONOQ_GUARDED_BY(mu){shared_block_size<TaskRecord>};
     OwnedPool attempt_blocks CRONOQ_GUARDED_BY(mu){shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).
-    RunningLink running_attempts CRONOQ_GUARDED_BY(mu);
+    AttemptLauncher launcher;
     bool shutting_down CRONOQ_GUARDED_BY(mu) = false;
     bool finished CRONOQ_GUARDED_BY(mu) = false;          // shutdown completed: no timer may be armed again
     bool drained_sent CRONOQ_GUARDED_BY(mu) = false;      // its waiters were told
@@ -194,12 +173,8 @@ struct SchedulerCore::State {
     // ---- remote workers (docs/remote.md) ---------------------------------------------
     RemoteBridge remote;
 
-    // ---- guarded by `deliver_mu`: what steps leave for after `mu` -----------------
-    LightMutex deliver_mu;
-    std::vector<Deferred> delivering;  // a step's deferred work; its buffer is reused
-    std::vector<std::weak_ptr<EventQueue>> subscribers;
-    std::atomic<std::size_t> subscriber_count{0};  // read under `mu` to skip building events
-    std::shared_ptr<WaitList> drained = WaitList::create();
+    // ---- what steps leave for after `mu`, in order ------------------------------------
+    Delivery delivery;
 
     // ---- the store (docs/guide/durability.md); null without one --------------------------------------
     std::unique_ptr<Durable> durable;
@@ -279,14 +254,6 @@ struct SchedulerCore::State {
     void wake_next_submit(PoolRuntime& pool) CRONOQ_REQUIRES(mu);
     void serve_ends(core::Time now) CRONOQ_REQUIRES(mu);
     void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { deferred.emplace_back(std::move(line)); }
-    /// Delivers a step's work (deliver_mu held); with a store, results and
-    /// acknowledgements wait until `step_seq` is committed.
-    void deliver(std::vector<Deferred>& work, store::Sequence step_seq);
-    void deliver_one(Deferred& d);
-    /// A result or acknowledgement whose commit will never come (the lead
-    /// was lost): its waiter learns so.
-    void fail_uncommitted(Deferred& d);
-
     // ---- admission (mutex held; admission.cpp) -----------------------------------------
     /// The one admission entry (submission.hpp): every way in admits its
     /// submissions here, at `now`, leaving the engine's actions to the
@@ -339,8 +306,6 @@ struct SchedulerCore::State {
     void fail_recovered(TaskId id, std::uint32_t attempt, std::string message, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
     class RecoveredRows;
     void recover_schedules(std::vector<store::RecurringRow>& rows) CRONOQ_REQUIRES(mu);
-    /// Registers `done` to be set once `seq` is committed (or the lead lost).
-    void wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done);
     /// No mutex: waits until every change enqueued so far is committed;
     /// false when the lead ended first (`flush`, and `open` for what the
     /// recovery wrote). The caller keeps the state alive.
@@ -358,19 +323,6 @@ struct SchedulerCore::State {
     void on_wakeup();
 
     // ---- attempts ---------------------------------------------------------------------
-    /// No lock held: starts each attempt of the list on its lane, in one
-    /// run: ends inside the starts are served together after them, and
-    /// what that dispatches starts in one posted run (scheduler_attempts.cpp).
-    static void start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept;
-    /// Posts a run of the list's starts to the lane of its first attempt.
-    static void post_starts(const std::shared_ptr<SchedulerCore>& core, std::shared_ptr<Attempt> list) noexcept;
-    /// On the attempt's lane: makes the executor's coroutine and spawns it.
-    static void start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a) noexcept;
-    /// What the attempt's coroutine returned or threw, reported on its lane.
-    static void end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a, std::exception_ptr thrown,
-                            AttemptOutput&& out);
-    void link_running(Attempt& a) CRONOQ_REQUIRES(mu);
-    bool unlink_running(Attempt& a) CRONOQ_REQUIRES(mu);
     void arm_abandon() CRONOQ_REQUIRES(mu);
     void abandon_deaf_attempts();
 

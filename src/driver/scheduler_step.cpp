@@ -59,7 +59,8 @@ SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     : executor(std::move(ex)), options(std::move(opts)), clock(options.clock ? options.clock : Clock::steady()),
       engine(options.engine),
       encoder(pools, *clock, options.store != nullptr, options.codec,
-              options.store ? options.store->journal().max_value_bytes() : 0) {
+              options.store ? options.store->journal().max_value_bytes() : 0),
+      launcher(clock->make_timer(executor)) {
     set_engine_modes();
     debug_logging = logger()->should_log(spdlog::level::debug);
     if (options.store) {
@@ -119,15 +120,11 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
             lock.unlock();  // nothing to deliver, nothing to keep in order
         } else {
             // In order: this step's work is delivered before the next step's.
-            std::unique_lock delivery(deliver_mu);
-            delivering.swap(deferred);  // both buffers keep their capacity
-            lock.unlock();
-            deliver(delivering, step_seq);
-            delivering.clear();
+            delivery.deliver_step(deferred, lock, step_seq);
         }
         // Free of both locks: a start may run the executor on this thread,
         // and the executor may call into the scheduler.
-        if (starting) start_all(self.lock(), std::move(starting));
+        if (starting) AttemptLauncher::start_all(self.lock(), std::move(starting));
         // An end posted while this step held the mutex found it taken and
         // left itself to us: serve it, unless another step already does.
         // The unlock above and this load are sequentially consistent, as
@@ -210,7 +207,7 @@ void SchedulerCore::State::serve_ends(core::Time now) {
                     logger()->warn("task {} attempt {}: executor {}", id.value, attempt, message);
                 });
         }
-        if (!unlink_running(a))
+        if (!launcher.unlink(held(), a))
             log([id = task_id(*a.task), lease = a.lease] {
                 logger()->warn("task {} lease {}: abandoned attempt returned after shutdown; its result was ignored",
                                id.value, lease.value);
@@ -245,53 +242,13 @@ void SchedulerCore::State::serve_remote(RemoteEnd& end, core::Time now) {
     if (attempt->record->live == attempt) attempt->record->live.reset();
 }
 
-void SchedulerCore::State::deliver(std::vector<Deferred>& work, store::Sequence step_seq) {
-    for (Deferred& d : work) {
-        // With a store, what acknowledges waits for its step's commit.
-        if (step_seq > 0 && (std::holds_alternative<Finish>(d) || std::holds_alternative<Ack>(d)) &&
-            step_seq > durable->committed) {
-            if (durable->lost)
-                fail_uncommitted(d);
-            else
-                durable->held.emplace(step_seq, std::move(d));
-            continue;
-        }
-        deliver_one(d);
-    }
-}
-
-void SchedulerCore::State::deliver_one(Deferred& d) {
-    {
-        if (auto* f = std::get_if<Finish>(&d)) {
-            f->record->finish(f->status, f->attempt, std::move(f->message), std::move(f->output));
-        } else if (auto* e = std::get_if<StatusEvent>(&d)) {
-            std::erase_if(subscribers, [&](const std::weak_ptr<EventQueue>& w) {
-                auto q = w.lock();
-                if (q) q->push(*e);
-                return !q;
-            });
-            subscriber_count.store(subscribers.size(), std::memory_order_relaxed);
-        } else if (auto* line = std::get_if<UniqueFunction<void()>>(&d)) {
-            (*line)();
-        } else if (std::holds_alternative<Drained>(d)) {
-            for (auto& w : subscribers)
-                if (auto q = w.lock()) q->close();
-            subscribers.clear();
-            subscriber_count.store(0, std::memory_order_relaxed);
-            drained->set();
-        } else if (auto* ack = std::get_if<Ack>(&d)) {
-            ack->done->set();
-        }
-    }
-}
-
 // ---- actions (mutex held) ------------------------------------------------------------
 
 void SchedulerCore::State::apply(core::Time now) {
     engine.drain(actions);
     if (actions.empty()) return rearm();
     // Wall time stamps events and stored rows: read that clock only for them.
-    const bool events = subscriber_count.load(std::memory_order_relaxed) > 0;
+    const bool events = delivery.has_subscribers();
     const auto wall = events || durable ? clock->system_now() : std::chrono::system_clock::time_point{};
     // Under a backlog, a dispatched task's record was last touched at its
     // admission and is long out of cache: the record of the dispatch a few
@@ -330,7 +287,7 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     attempt->record = record;
     attempt->pool = &pool;
     record->live = attempt;
-    link_running(*attempt);
+    launcher.link(held(), *attempt);
     // Started when the step ends, after the engine's mutex: the executor
     // must never run under it.
     starts.push_back(std::move(attempt));
@@ -367,7 +324,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     if (!record) return;
     record->set_status(s.status);
     if (durable) write_status(s, *record, now, wall);
-    if (subscriber_count.load(std::memory_order_relaxed) > 0)
+    if (delivery.has_subscribers())
         deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message});
     if (!is_terminal(s.status)) return;
@@ -463,12 +420,12 @@ void SchedulerCore::State::check_drained() {
     if (!shutting_down) return;
     if (!finished) {
         if (durable ? !engine.is_handed_over() : engine.live_tasks() != 0) return;
-        if (running_attempts.next != &running_attempts) return arm_abandon();
+        if (launcher.any_running(held())) return arm_abandon();
         finished = true;
         shutdown_sessions();
         armed.reset();
         timer->disarm();
-        abandon_timer->disarm();
+        launcher.stop();
         recurring->stop();
     }
     if (durable && !durable->lead_ended) {
@@ -482,6 +439,26 @@ void SchedulerCore::State::check_drained() {
         drained_sent = true;
         deferred.emplace_back(Drained{});  // after every handle's Finish
     }
+}
+
+// Shutdown waits `abandon_after` for coroutines of attempts the engine has
+// ended (all aborted by now); what ignores cancellation longer is
+// abandoned: it keeps what it uses alive, and its late result is ignored.
+void SchedulerCore::State::arm_abandon() {
+    launcher.arm_abandon(held(), core::add_saturated(clock->now(), options.abandon_after), [w = self] {
+        if (auto core = w.lock()) core->s_->abandon_deaf_attempts();
+    });
+}
+
+void SchedulerCore::State::abandon_deaf_attempts() {
+    Step step(*this);
+    for (const Attempt* a : launcher.abandon_all(held()))
+        log([id = task_id(*a->task), lease = a->lease, pool = a->pool->name, attempt = a->attempt, after = options.abandon_after] {
+            logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
+                           "abandoned, its result will be ignored",
+                           id.value, lease.value, *pool, attempt, after.count() / 1000000);
+        });
+    check_drained();
 }
 
 }  // namespace cronoq::detail

@@ -111,37 +111,11 @@ store::Sequence SchedulerCore::State::enqueue_step() {
     return durable->enqueued;
 }
 
-void SchedulerCore::State::wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done) {
-    std::lock_guard lock(deliver_mu);
-    if (seq <= durable->committed || durable->lost)
-        done->set();
-    else
-        durable->held.emplace(seq, Ack{std::move(done)});
-}
-
-void SchedulerCore::State::fail_uncommitted(Deferred& d) {
-    if (auto* f = std::get_if<Finish>(&d)) {
-        // Its end was never committed: the store holds it as it was before.
-        const TaskStatus last = is_terminal(f->status) ? TaskStatus::Running : f->status;
-        f->record->finish(last, f->attempt, "leadership lost before this result was committed: " + *durable->lost,
-                          nullptr);
-    } else if (auto* ack = std::get_if<Ack>(&d)) {
-        ack->done->set();  // the waiter sees that its sequence was not committed
-    }
-}
-
 // ---- the store's reports (its thread) -----------------------------------------------------
 
 void SchedulerCore::State::on_commit(const store::CommitReport& report) {
     if (report.error) logger()->warn("store: commit failed (retried): {}", report.error->what());
-    std::lock_guard lock(deliver_mu);
-    if (report.committed <= durable->committed) return;
-    durable->committed = report.committed;
-    durable->commit_seen.notify_all();
-    while (!durable->held.empty() && durable->held.begin()->first <= durable->committed) {
-        auto node = durable->held.extract(durable->held.begin());
-        deliver_one(node.mapped());
-    }
+    delivery.committed(report.committed);
 }
 
 void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
@@ -171,19 +145,7 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
             if (!is_terminal(record.status())) unfinished.push_back(record.engine_ref);
         }
     }
-    std::vector<Deferred> held;
-    {
-        std::lock_guard lock(deliver_mu);
-        durable->lost = lost.message;
-        durable->commit_seen.notify_all();
-        for (auto& [seq, d] : durable->held) held.push_back(std::move(d));
-        durable->held.clear();
-        for (Deferred& d : held) fail_uncommitted(d);
-        if (!durable->open_error && lost.recovery_error)
-            durable->open_error.emplace(*lost.recovery_error, lost.message);
-        else if (!durable->open_error && lost.reason != store::LostReason::Released)
-            durable->open_error.emplace(StoreErrorKind::Fenced, "leadership lost: " + lost.message);
-    }
+    delivery.lead_lost(lost);
     const std::string why = lost.reason == store::LostReason::Released
                                 ? "the scheduler shut down; the task stays in the store for the next leader"
                                 : "leadership lost: " + lost.message + "; the task stays in the store for the next leader";
@@ -312,28 +274,24 @@ asio::awaitable<void> SchedulerCore::open() {
     d.journal.lead(std::move(handlers));
     auto leading = d.leading;
     co_await leading->async_wait(asio::use_awaitable);
-    {
-        std::lock_guard lock(s_->deliver_mu);
-        if (d.open_error) throw *d.open_error;
-    }
+    s_->delivery.throw_open_error();
     // What the recovery wrote (rows it ended Failed, attempts it counted
     // lost) is committed before open returns, so that `find` and the
     // store's rows show it from then on (docs/store.md, "The scheduler
     // with a store"). Nothing to wait for when it wrote nothing.
     const bool committed = co_await s_->commit_enqueued();
-    std::lock_guard lock(s_->deliver_mu);
-    if (d.open_error) throw *d.open_error;
+    s_->delivery.throw_open_error();
     if (!committed)
-        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the recovery was committed: " + d.lost.value_or(""));
+        throw StoreError(StoreErrorKind::Fenced,
+                         "leadership lost before the recovery was committed: " + s_->delivery.lost().value_or(""));
 }
 
 asio::awaitable<void> SchedulerCore::flush() {
     if (!s_->durable) co_return;
     auto self = shared_from_this();
     const bool committed = co_await s_->commit_enqueued();
-    std::lock_guard lock(s_->deliver_mu);
     if (!committed)
-        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->durable->lost.value_or(""));
+        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->delivery.lost().value_or(""));
 }
 
 asio::awaitable<bool> SchedulerCore::State::commit_enqueued() {
@@ -343,10 +301,9 @@ asio::awaitable<bool> SchedulerCore::State::commit_enqueued() {
         seq = durable->enqueued;
     }
     auto done = WaitList::create();
-    wait_commit(seq, done);
+    delivery.wait_commit(seq, done);
     co_await done->async_wait(asio::use_awaitable);
-    std::lock_guard lock(deliver_mu);
-    co_return seq <= durable->committed;
+    co_return delivery.is_committed(seq);
 }
 
 asio::awaitable<void> SchedulerCore::leadership_lost() {

@@ -1,9 +1,9 @@
-// Attempts: how the driver starts an attempt's coroutine after a step and
-// takes its end back, and how shutdown abandons a coroutine that ignores
-// cancellation (see scheduler_state.hpp and docs/design.md).
+// The attempt launcher (attempt_launcher.hpp).
 #include <cronoq/logging.hpp>
 
 #include <spdlog/spdlog.h>
+
+#include "attempt_launcher.hpp"
 
 #include "runtime/start_run.hpp"
 #include "scheduler_state.hpp"
@@ -23,9 +23,9 @@ using runtime::EnteringLane;
 using runtime::Spawning;
 using runtime::StartRun;
 
-void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
+void AttemptLauncher::start_all(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> first) noexcept {
     if (!core || !first) return;  // the scheduler is being destroyed: nothing may start
-    State& s = *core->s_;
+    SchedulerCore::State& s = SchedulerCore::State::of(*core);
     // Inside a run of this scheduler (an end it serves, an executor
     // calling it): these start in the next run.
     if (StartRun* run = StartRun::of(s)) return run->later(std::move(first));
@@ -76,7 +76,7 @@ void SchedulerCore::State::start_all(std::shared_ptr<SchedulerCore> core, std::s
 
 // Posts one handler that starts `list` (linked through `next_start`) in a
 // run of its own, on the lane of its first attempt.
-void SchedulerCore::State::post_starts(const std::shared_ptr<SchedulerCore>& core, std::shared_ptr<Attempt> list) noexcept {
+void AttemptLauncher::post_starts(const std::shared_ptr<SchedulerCore>& core, std::shared_ptr<Attempt> list) noexcept {
     const auto& lane = list->pool->lane(list->lease);
     try {
         asio::post(lane, [core, list]() mutable { start_all(std::move(core), std::move(list)); });
@@ -86,7 +86,7 @@ void SchedulerCore::State::post_starts(const std::shared_ptr<SchedulerCore>& cor
     }
 }
 
-void SchedulerCore::State::start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> attempt) noexcept {
+void AttemptLauncher::start(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> attempt) noexcept {
     // Aborted between its dispatch and now (another thread's step, or a
     // timeout): the executor never runs; the engine has ended the lease.
     if (attempt->cancel.is_cancelled()) {
@@ -128,17 +128,17 @@ void AttemptCompletion::operator()(std::exception_ptr thrown, AttemptOutput&& ou
     // the application's (try_submit) may be below, so the waiters this end
     // completes are posted.
     if (Spawning::current())
-        return SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
+        return AttemptLauncher::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
     // Where the coroutine ended after a suspension, in the handler that
     // resumed it: if this end leaves the scheduler idle, the waiters it
     // completes (the task's result, most often) resume here once the
     // driver has let go of its locks (serve_ends, wait_list.hpp).
     ResumeInPlace resume;
-    SchedulerCore::State::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
+    AttemptLauncher::end_attempt(std::move(core_), std::move(attempt_), thrown, std::move(out));
     resume.run();
 }
 
-void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,
+void AttemptLauncher::end_attempt(std::shared_ptr<SchedulerCore> core, std::shared_ptr<Attempt> a,
                                        std::exception_ptr thrown, AttemptOutput&& out) {
     if (thrown) {
         try {
@@ -153,24 +153,27 @@ void SchedulerCore::State::end_attempt(std::shared_ptr<SchedulerCore> core, std:
     }
     // With a store, the output crosses it as bytes: encoded here, off the
     // engine's mutex. An output the codec refuses cannot be kept.
-    core->s_->encoder.encode_output(out);
+    SchedulerCore::State& s = SchedulerCore::State::of(*core);
+    s.encoder.encode_output(out);
     // From here on the context reports cancelled (docs/guide/executors.md).
     a->cancel.cancel();
     // Ended inside a start of a run (start_all): the run serves it with
     // the others, in one step.
-    if (StartRun::of(*core->s_)) return StartRun::ends().push_back(AttemptEnd{std::move(a), std::move(out)});
-    core->s_->post_end(AttemptEnd{std::move(a), std::move(out)});
+    if (StartRun::of(s)) return StartRun::ends().push_back(AttemptEnd{std::move(a), std::move(out)});
+    s.post_end(AttemptEnd{std::move(a), std::move(out)});
 }
 
-void SchedulerCore::State::link_running(Attempt& a) {
-    a.prev = running_attempts.prev;
-    a.next = &running_attempts;
+AttemptLauncher::AttemptLauncher(std::unique_ptr<Clock::Timer> abandon_timer) : abandon_timer_(std::move(abandon_timer)) {}
+
+void AttemptLauncher::link(const EngineHeld&, Attempt& a) {
+    a.prev = running_.prev;
+    a.next = &running_;
     a.prev->next = &a;
-    running_attempts.prev = &a;
+    running_.prev = &a;
 }
 
 // False if it was not linked (it had already been abandoned).
-bool SchedulerCore::State::unlink_running(Attempt& a) {
+bool AttemptLauncher::unlink(const EngineHeld&, Attempt& a) {
     if (a.prev == &a) return false;  // unlinked: a link points to itself
     a.prev->next = a.next;
     a.next->prev = a.prev;
@@ -178,30 +181,20 @@ bool SchedulerCore::State::unlink_running(Attempt& a) {
     return true;
 }
 
-// Shutdown waits `abandon_after` for coroutines of attempts the engine has
-// ended (all aborted by now); what ignores cancellation longer is
-// abandoned: it keeps what it uses alive, and its late result is ignored.
-void SchedulerCore::State::arm_abandon() {
-    if (abandon_armed) return;
-    abandon_armed = true;
-    const auto at = core::add_saturated(clock->now(), options.abandon_after);
-    abandon_timer->arm(at, [w = self] {
-        if (auto core = w.lock()) core->s_->abandon_deaf_attempts();
-    });
+void AttemptLauncher::arm_abandon(const EngineHeld&, core::Time at, std::function<void()> on_limit) {
+    if (abandon_armed_) return;
+    abandon_armed_ = true;
+    abandon_timer_->arm(at, std::move(on_limit));
 }
 
-void SchedulerCore::State::abandon_deaf_attempts() {
-    Step step(*this);
-    while (running_attempts.next != &running_attempts) {
-        Attempt& a = static_cast<Attempt&>(*running_attempts.next);
-        log([id = task_id(*a.task), lease = a.lease, pool = a.pool->name, attempt = a.attempt, after = options.abandon_after] {
-            logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
-                           "abandoned, its result will be ignored",
-                           id.value, lease.value, *pool, attempt, after.count() / 1000000);
-        });
-        unlink_running(a);
+std::vector<Attempt*> AttemptLauncher::abandon_all(const EngineHeld& held) {
+    std::vector<Attempt*> abandoned;
+    while (running_.next != &running_) {
+        Attempt& a = static_cast<Attempt&>(*running_.next);
+        abandoned.push_back(&a);
+        unlink(held, a);
     }
-    check_drained();
+    return abandoned;
 }
 
 }  // namespace cronoq::detail
