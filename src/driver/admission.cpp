@@ -113,7 +113,8 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
     }
     record->assign_id(id);
     hold(record);
-    if (encoded && durable) write_admission(id, *record, *encoded);
+    if (encoded && durable)
+        durable->write_admission(held(), id, *record, engine.status(id).value_or(TaskStatus::Ready), *encoded);
     return record;
 }
 
@@ -210,7 +211,7 @@ void SchedulerCore::State::admit_replacing(Submissions& group, core::Time now) {
             continue;
         }
         auto handle = admitted(id.value(), std::move(record), s.encoded ? &*s.encoded : nullptr);
-        if (keyed && handle.get() == made && durable) write(store::TaskKeyReleased{s.replaces});
+        if (keyed && handle.get() == made && durable) durable->write(held(), store::TaskKeyReleased{s.replaces});
         group.result(i, std::move(handle));
     }
 }

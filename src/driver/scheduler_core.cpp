@@ -71,7 +71,7 @@ SchedulerCore::SchedulerCore(std::unique_ptr<State> state) : s_(std::move(state)
 SchedulerCore::~SchedulerCore() {
     // The store's reports stop reaching this scheduler (waiting for one
     // being handled) before anything of it goes.
-    if (s_ && s_->durable) s_->durable->link->disconnect();
+    if (s_ && s_->durable) s_->durable->link()->disconnect();
     // The timers' callbacks hold only a weak reference; cancel their waits.
     if (s_ && s_->timer) s_->timer->disarm();
     if (s_ && s_->recurring) s_->recurring->stop();
@@ -237,7 +237,7 @@ Snapshot SchedulerCore::snapshot() const {
         }
     }
     if (s_->durable) {
-        out.store = s_->durable->journal.figures();  // under the store's own lock
+        out.store = s_->durable->journal().figures();  // under the store's own lock
     }
     return out;
 }

@@ -26,7 +26,7 @@ public:
             return ConnectRefused{ConnectRefused::Kind::NotRemote,
                                   "pool \"" + reg.pool + "\" runs local executors, not remote workers"};
         if (s.shutting_down) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is shutting down"};
-        if (s.durable && !s.durable->writing)
+        if (s.durable && !s.durable->writing(s.held()))
             return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "this scheduler does not lead its store"};
         core::Labels labels(reg.labels.begin(), reg.labels.end());  // a map: sorted, each name once
         const auto now = s.clock->now();

@@ -52,7 +52,7 @@ std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
             // The engine hands back the record while the driver holds it: for
             // every live task, and for a retained one that has a key.
             if (TaskRecord* record = from_user(s_->engine.user(*task).value_or(0))) return record->engine_ref;
-            if (s_->durable && s_->engine.status(*task)) pending = s_->durable->enqueued;
+            if (s_->durable && s_->engine.status(*task)) pending = s_->durable->enqueued(s_->held());
         }
         if (!s_->durable) return nullptr;
     }
@@ -66,7 +66,7 @@ std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
     }
     // Off the mutex: a short read of the store. Every task the engine holds
     // a record of was found above, so a row found here is of a task that ended.
-    auto row = s_->durable->journal.read_task(ref);
+    auto row = s_->durable->journal().read_task(ref);
     if (!row || !is_terminal(row->status)) return nullptr;
     return s_->stored_handle(*row);
 }
@@ -91,7 +91,7 @@ std::shared_ptr<HandleState> SchedulerCore::retry(const TaskRef& ref) {
         if (!s.durable) return nullptr;
     }
     // Off the mutex: the task's row, and its payload through the codec.
-    auto row = s.durable->journal.read_task(ref);
+    auto row = s.durable->journal().read_task(ref);
     if (!row || !retryable(row->status)) return nullptr;
     TaskRequest r;
     try {

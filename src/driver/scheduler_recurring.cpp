@@ -41,14 +41,14 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
     if (s_->shutting_down) throw ConfigError(where + "the scheduler is shutting down");
     const std::string name = r.name;
     s_->recurring->put(s_->held(), std::move(r), *expr, std::move(payload), s_->clock->system_now());
-    if (s_->durable) s_->write(store::RecurringPut{name, std::move(definition)});
+    if (s_->durable) s_->durable->write(s_->held(), store::RecurringPut{name, std::move(definition)});
     s_->rearm_recurring();
 }
 
 bool SchedulerCore::remove_recurring(std::string_view name) {
     State::Step step(*s_);
     if (!s_->recurring->remove(s_->held(), name)) return false;
-    if (s_->durable) s_->write(store::RecurringRemoved{std::string(name)});
+    if (s_->durable) s_->durable->write(s_->held(), store::RecurringRemoved{std::string(name)});
     s_->rearm_recurring();
     return true;
 }
@@ -69,7 +69,7 @@ void SchedulerCore::State::fire(Schedule& s, std::chrono::system_clock::time_poi
     const std::string& name = s.request.name;
     // In the step's batch with the occurrence's row: a new leader either
     // sees both (and fires neither again) or neither (and fires it).
-    if (durable) write(store::RecurringFired{name, at});
+    if (durable) durable->write(held(), store::RecurringFired{name, at});
     const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
     auto request = occurrence(s, at, previous);
     if (!request) {

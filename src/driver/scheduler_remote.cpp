@@ -42,7 +42,7 @@ void SchedulerCore::State::shutdown_sessions() {
     // (docs/remote.md, Reconnects).
     std::string reason = "the scheduler shut down";
     if (durable)
-        reason = durable->lead_ended ? "the scheduler lost the lead"
+        reason = durable->lead_ended(held()) ? "the scheduler lost the lead"
                                      : "the scheduler shut down and released the lead: a standby may take it";
     if (auto tell = remote.shutdown(held(), std::move(reason), durable != nullptr)) deferred.emplace_back(std::move(tell));
 }

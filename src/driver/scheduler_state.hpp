@@ -34,6 +34,7 @@
 #include "runtime/block_pool.hpp"
 #include "blocking_pool.hpp"
 #include "delivery.hpp"
+#include "durable_link.hpp"
 #include "encoder.hpp"
 #include "engine_mutex.hpp"
 #include "pool_runtime.hpp"
@@ -63,52 +64,6 @@
 namespace cronoq::detail {
 
 class EventQueue;
-
-/// How the store's thread reaches the scheduler. The handlers given to
-/// `Journal::lead` hold this, never the scheduler itself: a handler that
-/// owned the scheduler could be the last owner, and the scheduler would then
-/// be destroyed, with its store, on the store's own thread (which cannot
-/// join itself). The scheduler clears `state` when it goes; it waits for a
-/// handler that is running, and later reports find no one.
-struct StoreLink {
-    std::mutex mu;
-    SchedulerCore::State* state = nullptr;  // guarded by `mu`
-
-    template <class F>
-    void with_state(F&& f) {
-        std::lock_guard lock(mu);
-        if (state) f(*state);
-    }
-    void disconnect() {
-        std::lock_guard lock(mu);
-        state = nullptr;
-    }
-};
-
-/// What a scheduler with a store keeps beside its engine (docs/guide/durability.md).
-struct Durable {
-    explicit Durable(std::shared_ptr<Store> s)
-        : store(std::move(s)), journal(store->journal()) {}
-
-    std::shared_ptr<Store> store;
-    store::Journal& journal;
-    std::shared_ptr<StoreLink> link = std::make_shared<StoreLink>();
-
-    // Guarded by the engine's mutex.
-    store::Batch batch;    // the current step's changes, enqueued at its end
-    bool writing = false;  // from recovery until the lead is lost or given up
-    bool lead_ended = false;     // on_lost came
-    bool release_due = false;    // shutdown handed everything over: give the lead up
-    bool release_asked = false;
-    store::Sequence enqueued = 0;
-    // Ids below these may be handed out: reserved ahead in the store, in
-    // blocks, so that a new leader never reuses one this process used.
-    core::NextIds reserved{0, 0};
-    static constexpr std::uint64_t id_block = 4096;
-
-    std::shared_ptr<WaitList> leading = WaitList::create();    // set once open() may return
-    std::shared_ptr<WaitList> lost_waits = WaitList::create();  // set once the lead ended
-};
 
 struct SchedulerCore::State {
     State(asio::any_io_executor ex, SchedulerOptions opts);
@@ -177,7 +132,7 @@ struct SchedulerCore::State {
     Delivery delivery;
 
     // ---- the store (docs/guide/durability.md); null without one --------------------------------------
-    std::unique_ptr<Durable> durable;
+    std::unique_ptr<DurableLink> durable;
 
     // ---- the blocking pool, started on first use ----------------------------------
     std::mutex blocking_mu;
@@ -284,15 +239,6 @@ struct SchedulerCore::State {
     std::shared_ptr<HandleState> stored_handle(const store::TaskRow& row) const;
 
     // ---- the store (scheduler_store.cpp) ----------------------------------------------
-    /// Mutex held: the row of a task just admitted, and a status change.
-    void write_admission(TaskId id, const TaskRecord& record, const Encoded& encoded) CRONOQ_REQUIRES(mu);
-    void write_status(const core::Status& s, TaskRecord& record, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    /// Mutex held, at the end of a step: enqueues its changes; returns the
-    /// sequence its results must wait for (0 without a store).
-    store::Sequence enqueue_step() CRONOQ_REQUIRES(mu);
-    /// Mutex held: a change for this step's batch, while this process
-    /// leads (nothing otherwise).
-    void write(store::Change change) CRONOQ_REQUIRES(mu);
     /// The store's reports, on its thread.
     void on_leading(store::Recovered recovered);
     void on_commit(const store::CommitReport& report);

@@ -64,7 +64,7 @@ SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     set_engine_modes();
     debug_logging = logger()->should_log(spdlog::level::debug);
     if (options.store) {
-        durable = std::make_unique<Durable>(options.store);
+        durable = std::make_unique<DurableLink>(options.store);
     }
 }
 
@@ -114,7 +114,7 @@ SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
 void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
         if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
-        const store::Sequence step_seq = durable ? enqueue_step() : 0;
+        const store::Sequence step_seq = durable ? durable->enqueue_step(held(), engine) : 0;
         std::shared_ptr<Attempt> starting = starts.take();
         if (deferred.empty()) {
             lock.unlock();  // nothing to deliver, nothing to keep in order
@@ -323,7 +323,7 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     TaskRecord* record = from_user(s.user);
     if (!record) return;
     record->set_status(s.status);
-    if (durable) write_status(s, *record, now, wall);
+    if (durable) durable->write_status(held(), s, *record, now, wall);
     if (delivery.has_subscribers())
         deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message});
@@ -428,11 +428,11 @@ void SchedulerCore::State::check_drained() {
         launcher.stop();
         recurring->stop();
     }
-    if (durable && !durable->lead_ended) {
+    if (durable && !durable->lead_ended(held())) {
         // At the end of this step, after its changes, the store commits what
         // is queued and gives the lead up; its report (on_lost) completes
         // the shutdown.
-        durable->release_due = true;
+        durable->release_after_step(held());
         return;
     }
     if (!drained_sent) {

@@ -14,15 +14,6 @@
 
 namespace cronoq::detail {
 
-namespace {
-
-std::optional<store::WallTime> wall_of(std::optional<core::Time> t, core::Time now, store::WallTime wall) {
-    if (!t) return std::nullopt;
-    return wall + std::chrono::duration_cast<store::WallTime::duration>(*t - now);
-}
-
-}  // namespace
-
 // Recovered rows as admit reads them; a row that cannot come back ends
 // failed in the store (unless it ended already), and is named in the log.
 class SchedulerCore::State::RecoveredRows final : public Submissions {
@@ -56,61 +47,6 @@ private:
     std::size_t restored_ = 0;
 };
 
-// ---- writing (mutex held unless said) ---------------------------------------------------
-
-void SchedulerCore::State::write_admission(TaskId id, const TaskRecord& record, const Encoded& encoded) {
-    if (!durable->writing) return;
-    store::TaskRow row;
-    row.id = id;
-    row.key = record.key();
-    row.pool = *record.pool;
-    row.kind = record.kind;
-    row.status = engine.status(id).value_or(TaskStatus::Ready);
-    row.submitted_at = row.updated_at = encoded.wall;
-    row.options = encoded.options;
-    row.payload = encoded.payload;
-    durable->batch.changes.emplace_back(store::TaskInserted{std::move(row)});
-}
-
-void SchedulerCore::State::write_status(const core::Status& s, TaskRecord& record, core::Time now,
-                                        std::chrono::system_clock::time_point wall) {
-    if (!durable->writing) return;
-    store::TaskTransition t;
-    t.id = s.task;
-    t.status = s.status;
-    t.attempt = s.attempt;
-    t.last_error = s.message;
-    t.updated_at = wall + std::chrono::duration_cast<store::WallTime::duration>(s.at - now);
-    t.run_at = wall_of(s.until, now, wall);
-    if (s.status == TaskStatus::Succeeded && record.output.value)
-        t.output = record.output.bytes ? *record.output.bytes : std::string();
-    durable->batch.changes.emplace_back(std::move(t));
-}
-
-void SchedulerCore::State::write(store::Change change) {
-    if (durable->writing) durable->batch.changes.push_back(std::move(change));
-}
-
-store::Sequence SchedulerCore::State::enqueue_step() {
-    if (durable->writing && !durable->batch.changes.empty()) {
-        const auto marks = engine.next_ids();
-        // Ids are reserved ahead in blocks, so that a new leader never hands
-        // out one this process may have used.
-        auto& reserved = durable->reserved;
-        if (marks.task >= reserved.task || marks.lease >= reserved.lease) {
-            reserved = {marks.task + Durable::id_block, marks.lease + Durable::id_block};
-            durable->batch.changes.emplace_back(store::HighWaterMarks{reserved.task, reserved.lease});
-        }
-        durable->enqueued = durable->journal.enqueue(std::exchange(durable->batch, {}));
-    }
-    durable->batch.changes.clear();  // nothing is written once the lead is gone
-    if (durable->release_due && !durable->release_asked) {
-        durable->release_asked = true;
-        durable->journal.release();  // after the step's changes: they commit first
-    }
-    return durable->enqueued;
-}
-
 // ---- the store's reports (its thread) -----------------------------------------------------
 
 void SchedulerCore::State::on_commit(const store::CommitReport& report) {
@@ -121,9 +57,7 @@ void SchedulerCore::State::on_commit(const store::CommitReport& report) {
 void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
     {
         Step step(*this);
-        durable->writing = false;
-        durable->lead_ended = true;
-        durable->batch.changes.clear();
+        durable->end_lead(held());
         if (!shutting_down) {
             // Fenced or failing: stop at once; what the store holds is for the
             // next leader. Running attempts are aborted without a change.
@@ -150,8 +84,8 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
                                 ? "the scheduler shut down; the task stays in the store for the next leader"
                                 : "leadership lost: " + lost.message + "; the task stays in the store for the next leader";
     for (auto& record : unfinished) record->finish(record->status(), 0, std::string(why), nullptr);
-    durable->leading->set();  // an open() still waiting learns it will not lead
-    durable->lost_waits->set();
+    durable->leading()->set();  // an open() still waiting learns it will not lead
+    durable->lost_waits()->set();
     Step step(*this);
     check_drained();  // a shutdown that waited for the hand-over ends now
 }
@@ -159,14 +93,14 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
 void SchedulerCore::State::on_leading(store::Recovered recovered) {
     {
         Step step(*this);
-        durable->writing = true;
+        durable->start_writing(held());
         const auto now = clock->now();
         recover(recovered, now, clock->system_now());
         recover_schedules(recovered.recurring);
         apply(now);
         rearm_recurring();
     }
-    durable->leading->set();
+    durable->leading()->set();
 }
 
 void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall) {
@@ -206,19 +140,13 @@ void SchedulerCore::State::start_fresh_engine(const store::HighWaterMarks& marks
     for (const PoolRuntime& p : pools) fresh.add_pool(p.def.engine);
     engine = std::move(fresh);
     set_engine_modes();
-    durable->reserved = {0, 0};  // the first commit reserves a block above them
+    durable->reset_reserved(held());
 }
 
 void SchedulerCore::State::fail_recovered(TaskId id, std::uint32_t attempt, std::string message,
                                           std::chrono::system_clock::time_point wall) {
     log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
-    store::TaskTransition t;
-    t.id = id;
-    t.status = TaskStatus::Failed;
-    t.attempt = attempt;
-    t.last_error = std::move(message);
-    t.updated_at = wall;
-    durable->batch.changes.emplace_back(std::move(t));
+    durable->write_failed(held(), id, attempt, std::move(message), wall);
 }
 
 void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& rows) {
@@ -258,21 +186,21 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
 
 asio::awaitable<void> SchedulerCore::open() {
     auto self = shared_from_this();
-    Durable& d = *s_->durable;
+    DurableLink& d = *s_->durable;
     store::LeadHandlers handlers;
     handlers.retention = s_->options.engine.retention;
-    d.link->state = s_.get();  // the journal's thread starts in lead(), below
-    handlers.on_leading = [link = d.link](store::Recovered r) {
+    d.link()->state = s_.get();  // the journal's thread starts in lead(), below
+    handlers.on_leading = [link = d.link()](store::Recovered r) {
         link->with_state([&](State& s) { s.on_leading(std::move(r)); });
     };
-    handlers.on_commit = [link = d.link](const store::CommitReport& report) {
+    handlers.on_commit = [link = d.link()](const store::CommitReport& report) {
         link->with_state([&](State& s) { s.on_commit(report); });
     };
-    handlers.on_lost = [link = d.link](const store::LeadershipLost& lost) {
+    handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
         link->with_state([&](State& s) { s.on_lost(lost); });
     };
-    d.journal.lead(std::move(handlers));
-    auto leading = d.leading;
+    d.journal().lead(std::move(handlers));
+    auto leading = d.leading();
     co_await leading->async_wait(asio::use_awaitable);
     s_->delivery.throw_open_error();
     // What the recovery wrote (rows it ended Failed, attempts it counted
@@ -298,7 +226,7 @@ asio::awaitable<bool> SchedulerCore::State::commit_enqueued() {
     store::Sequence seq = 0;
     {
         Read read(*this);
-        seq = durable->enqueued;
+        seq = durable->enqueued(held());
     }
     auto done = WaitList::create();
     delivery.wait_commit(seq, done);
@@ -315,7 +243,7 @@ asio::awaitable<void> SchedulerCore::leadership_lost() {
         co_await never->async_wait(asio::use_awaitable);
         co_return;
     }
-    auto lost = s_->durable->lost_waits;
+    auto lost = s_->durable->lost_waits();
     co_await lost->async_wait(asio::use_awaitable);
 }
 
