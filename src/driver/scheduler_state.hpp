@@ -36,6 +36,7 @@
 #include "delivery.hpp"
 #include "durable_link.hpp"
 #include "encoder.hpp"
+#include "inbox.hpp"
 #include "engine_mutex.hpp"
 #include "pool_runtime.hpp"
 #include "submission.hpp"
@@ -118,11 +119,8 @@ struct SchedulerCore::State {
     bool finished CRONOQ_GUARDED_BY(mu) = false;          // shutdown completed: no timer may be armed again
     bool drained_sent CRONOQ_GUARDED_BY(mu) = false;      // its waiters were told
 
-    // ---- the inbox of attempt ends ---------------------------------------------
-    LightMutex inbox_mu;
-    std::vector<AttemptEnd> inbox;
-    std::vector<RemoteEnd> remote_inbox;
-    std::atomic<bool> inbox_filled{false};  // either has something
+    // ---- reports that found the engine's mutex taken ---------------------------
+    Inbox inbox;
     std::vector<RemoteEnd> remote_ends CRONOQ_GUARDED_BY(mu);  // remote_inbox drained
 
     // ---- remote workers (docs/remote.md) ---------------------------------------------
@@ -184,8 +182,6 @@ struct SchedulerCore::State {
     /// report(s) into the vectors it is given (scheduler_step.cpp).
     template <class Put>
     void offer(Put&& put) CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
-    /// Mutex held: moves what the inbox holds to `ends` and `remote_ends`.
-    void take_inbox() CRONOQ_REQUIRES(mu);
     /// Mutex held: applies one remote report to the engine.
     void serve_remote(RemoteEnd& end, core::Time now) CRONOQ_REQUIRES(mu);
     /// Mutex held: a lease for a remote worker; sent after the mutex.

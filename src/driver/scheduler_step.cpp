@@ -30,18 +30,6 @@ void contained(const char* step, const Attempt& a, F&& f) noexcept {
     }
 }
 
-// Moves what `from` holds to the end of `to` and empties `from`; into an
-// empty `to` by a swap, so that both buffers keep their capacity.
-template <class T>
-void move_all(std::vector<T>& to, std::vector<T>& from) {
-    if (to.empty()) {
-        to.swap(from);
-    } else {
-        std::move(from.begin(), from.end(), std::back_inserter(to));
-        from.clear();
-    }
-}
-
 core::Outcome to_outcome(const AttemptOutput& out) {
     if (!out.error) return core::Outcome::success();
     const TaskError& e = *out.error;
@@ -113,7 +101,7 @@ SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
 
 void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
-        if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
+        if (inbox.filled(std::memory_order_acquire)) serve_ends(clock->now());
         const store::Sequence step_seq = durable ? durable->enqueue_step(held(), engine) : 0;
         std::shared_ptr<Attempt> starting = starts.take();
         if (deferred.empty()) {
@@ -130,7 +118,7 @@ void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
         // The unlock above and this load are sequentially consistent, as
         // are offer()'s store of the flag and its try_lock: either that
         // try_lock sees the unlock, or this load sees the flag.
-        if (!inbox_filled.load(std::memory_order_seq_cst) || !lock.try_lock()) return;
+        if (!inbox.filled(std::memory_order_seq_cst) || !lock.try_lock()) return;
     }
 }
 
@@ -138,7 +126,7 @@ void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
     lock.unlock();
     // As at the end of a step (sequentially consistent, as there): an end
     // that found the mutex held by this reader is served here.
-    if (inbox_filled.load(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
+    if (inbox.filled(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
 }
 
 template <class Put>
@@ -151,20 +139,16 @@ void SchedulerCore::State::offer(Put&& put) {
         // clock the application holds, say).
         std::unique_lock lock(mu, std::try_to_lock);
         if (lock) {
-            take_inbox();
+            inbox.take(ends, remote_ends);
             put(ends, remote_ends);
             serve_ends(clock->now());
             return end_step(lock);
         }
     }
-    {
-        std::lock_guard lock(inbox_mu);
-        put(inbox, remote_inbox);
-        // Sequentially consistent, as the try_lock below and the holder's
-        // unlock and load (end_step): either this try_lock sees the
-        // holder's unlock, or the holder, after unlocking, sees the flag.
-        inbox_filled.store(true, std::memory_order_seq_cst);
-    }
+    // Sequentially consistent, as the try_lock below and the holder's
+    // unlock and load (end_step): either this try_lock sees the holder's
+    // unlock, or the holder, after unlocking, sees the flag.
+    inbox.put(put);
     std::unique_lock lock(mu, std::try_to_lock);
     if (lock) end_step(lock);
 }
@@ -181,17 +165,8 @@ void SchedulerCore::State::post_remote(RemoteEnd end) {
     offer([&](std::vector<AttemptEnd>&, std::vector<RemoteEnd>& to) { to.push_back(std::move(end)); });
 }
 
-void SchedulerCore::State::take_inbox() {
-    if (inbox_filled.load(std::memory_order_acquire)) {
-        std::lock_guard lock(inbox_mu);
-        move_all(ends, inbox);
-        move_all(remote_ends, remote_inbox);
-        inbox_filled.store(false, std::memory_order_relaxed);
-    }
-}
-
 void SchedulerCore::State::serve_ends(core::Time now) {
-    take_inbox();
+    inbox.take(ends, remote_ends);
     for (RemoteEnd& end : remote_ends) serve_remote(end, now);
     remote_ends.clear();
     for (AttemptEnd& end : ends) {
