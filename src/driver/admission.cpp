@@ -1,7 +1,6 @@
-// The one admission entry (submission.hpp): a group of submissions becomes
-// the engine's specs and the driver's records, and the engine's answers
-// become handles (docs/design.md, "One submission path" and "Engine steps").
-#include "scheduler_state.hpp"
+// The one admission entry (admission.hpp).
+#include "admission.hpp"
+
 #include "task_options.hpp"
 
 #include <algorithm>
@@ -18,26 +17,60 @@ Admitted refusal(std::pair<SubmitError, std::string> why) { return {why.first, s
 
 }  // namespace
 
-void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time now) {
-    if (shutting_down && mode != AdmitMode::Restoring) {
-        for (std::size_t i = 0; i < group.size(); ++i)
-            group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
-        return;
-    }
+void Admission::admit(const EngineHeld& held, core::Engine& engine, Submissions& group, AdmitMode mode, core::Time now) {
     switch (mode) {
-        case AdmitMode::Each: return admit_each(group, now);
-        case AdmitMode::All: return admit_all(group, now);
-        case AdmitMode::Replacing: return admit_replacing(group, now);
-        case AdmitMode::Restoring: return admit_restoring(group, now);
+        case AdmitMode::Each: return admit_each(held, engine, group, now);
+        case AdmitMode::All: return admit_all(held, engine, group, now);
+        case AdmitMode::Replacing: return admit_replacing(held, engine, group, now);
+        case AdmitMode::Restoring: return admit_restoring(held, engine, group, now);
     }
+}
+
+void Admission::hold(const EngineHeld&, const std::shared_ptr<TaskRecord>& record) {
+    record->engine_ref = record;
+    record->prev = held_.prev;
+    record->next = &held_;
+    record->prev->next = record.get();
+    held_.prev = record.get();
+}
+
+std::shared_ptr<TaskRecord> Admission::release(const EngineHeld&, TaskRecord& record) {
+    record.prev->next = record.next;
+    record.next->prev = record.prev;
+    record.prev = record.next = &record;
+    return std::move(record.engine_ref);
+}
+
+std::vector<std::shared_ptr<TaskRecord>> Admission::unfinished(const EngineHeld&) const {
+    std::vector<std::shared_ptr<TaskRecord>> out;
+    for (const RecordLink* l = held_.next; l != &held_; l = l->next) {
+        const auto& record = static_cast<const TaskRecord&>(*l);
+        if (!is_terminal(record.status())) out.push_back(record.engine_ref);
+    }
+    return out;
+}
+
+// Records the engine still held (keyed tasks it retained, tasks of a
+// scheduler destroyed before its shutdown finished) each refer to
+// themselves: let go of them.
+std::vector<std::shared_ptr<TaskRecord>> Admission::release_all() {
+    std::vector<std::shared_ptr<TaskRecord>> refs;
+    while (held_.next != &held_) {
+        auto& record = static_cast<TaskRecord&>(*held_.next);
+        record.live.reset();  // an attempt refers to its record too
+        record.prev->next = record.next;
+        record.next->prev = record.prev;
+        record.prev = record.next = &record;
+        refs.push_back(std::move(record.engine_ref));
+    }
+    return refs;
 }
 
 // The engine's view of a request, written into `spec` (a default one:
 // what the request leaves empty is not written); wall time maps the time
 // points.
-std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const TaskRequest& r, core::Time now,
-                                                                          std::chrono::system_clock::time_point wall,
-                                                                          core::TaskSpec& spec) {
+std::optional<Admission::Failure> Admission::to_spec(core::Engine& engine, const TaskRequest& r, core::Time now,
+                                                    WallTime wall, core::TaskSpec& spec) const {
     if (r.pool) {
         auto id = engine.find_pool(*r.pool);
         if (!id) return Failure{SubmitError::UnknownPool, "no pool named \"" + *r.pool + "\""};
@@ -72,11 +105,10 @@ std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const
     return std::nullopt;
 }
 
-std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_id, TaskRequest&& r,
-                                                              std::chrono::system_clock::time_point wall,
-                                                              const Encoded* encoded) {
-    const PoolRuntime& pool = pools[pool_id];
-    auto record = record_blocks.make<TaskRecord>(TaskId{}, self);
+std::shared_ptr<TaskRecord> Admission::make_record(core::PoolId pool_id, TaskRequest&& r, WallTime wall,
+                                                   const Encoded* encoded) {
+    const PoolRuntime& pool = pools_[pool_id];
+    auto record = record_blocks_.make<TaskRecord>(TaskId{}, self_);
     record->pool = pool.name;
     if (!r.kind.empty()) record->kind = std::move(r.kind);  // most tasks have none: no call
     if (!r.traceparent)
@@ -97,14 +129,14 @@ std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_
 
 // A request the engine refused: what it consumed goes back, so that a
 // waiting submitter tries again with it.
-void SchedulerCore::State::give_back(TaskRecord& record, TaskRequest& r) {
+void Admission::give_back(TaskRecord& record, TaskRequest& r) {
     if (record.more) r = std::move(*record.more);
     r.kind = std::move(record.kind);
     r.payload = std::move(record.payload);
 }
 
-std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shared_ptr<TaskRecord> record,
-                                                             const Encoded* encoded) {
+std::shared_ptr<HandleState> Admission::admitted(const EngineHeld& held, core::Engine& engine, TaskId id,
+                                                std::shared_ptr<TaskRecord> record, const Encoded* encoded) {
     // Only a key can name a task admitted before (its holder): without one,
     // the id is this record's task.
     if (record->keyed()) {
@@ -112,13 +144,13 @@ std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shar
         if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
     }
     record->assign_id(id);
-    hold(record);
-    if (encoded && durable)
-        durable->write_admission(held(), id, *record, engine.status(id).value_or(TaskStatus::Ready), *encoded);
+    hold(held, record);
+    if (encoded && durable_)
+        durable_->write_admission(held, id, *record, engine.status(id).value_or(TaskStatus::Ready), *encoded);
     return record;
 }
 
-void SchedulerCore::State::admit_each(Submissions& group, core::Time now) {
+void Admission::admit_each(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now) {
     // Wall time matters only to map time points: read once, when first needed.
     std::optional<std::chrono::system_clock::time_point> wall;
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -128,11 +160,11 @@ void SchedulerCore::State::admit_each(Submissions& group, core::Time now) {
             continue;
         }
         // With a store, every caller made the bytes before the mutex.
-        assert(!durable || s.encoded);
-        if (!wall && needs_wall(s.request)) wall = clock->system_now();
+        assert(!durable_ || s.encoded);
+        if (!wall && needs_wall(s.request)) wall = clock_.system_now();
         const auto at = wall.value_or(std::chrono::system_clock::time_point{});
         core::TaskSpec spec;
-        if (auto failure = to_spec(s.request, now, at, spec)) {
+        if (auto failure = to_spec(engine, s.request, now, at, spec)) {
             group.result(i, refusal(std::move(*failure)));
             continue;
         }
@@ -145,11 +177,11 @@ void SchedulerCore::State::admit_each(Submissions& group, core::Time now) {
             group.result(i, {id.error(), id.message()});
             continue;
         }
-        group.result(i, admitted(id.value(), std::move(record), s.encoded ? &*s.encoded : nullptr));
+        group.result(i, admitted(held, engine, id.value(), std::move(record), s.encoded ? &*s.encoded : nullptr));
     }
 }
 
-void SchedulerCore::State::admit_all(Submissions& group, core::Time now) {
+void Admission::admit_all(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now) {
     const std::size_t n = group.size();
     const auto refuse_all = [&](Admitted why) {
         for (std::size_t i = 0; i < n; ++i) group.result(i, Admitted(why.error(), why.message()));
@@ -160,10 +192,10 @@ void SchedulerCore::State::admit_all(Submissions& group, core::Time now) {
         if (s.refused) return refuse_all({s.refused->first, "task " + std::to_string(i) + ": " + s.refused->second});
         any_wall = any_wall || needs_wall(s.request);
     }
-    const auto wall = any_wall ? clock->system_now() : std::chrono::system_clock::time_point{};
+    const auto wall = any_wall ? clock_.system_now() : std::chrono::system_clock::time_point{};
     std::vector<core::TaskSpec> specs(n);
     for (std::size_t i = 0; i < n; ++i)
-        if (auto failure = to_spec(group.at(i).request, now, wall, specs[i]))
+        if (auto failure = to_spec(engine, group.at(i).request, now, wall, specs[i]))
             return refuse_all({failure->first, "task " + std::to_string(i) + ": " + failure->second});
     std::vector<std::shared_ptr<TaskRecord>> records;
     records.reserve(n);
@@ -176,12 +208,12 @@ void SchedulerCore::State::admit_all(Submissions& group, core::Time now) {
     if (!ids) return refuse_all({ids.error(), ids.message()});
     for (std::size_t i = 0; i < n; ++i) {
         const Submission& s = group.at(i);
-        group.result(i, admitted(ids.value()[i], std::move(records[i]), s.encoded ? &*s.encoded : nullptr));
+        group.result(i, admitted(held, engine, ids.value()[i], std::move(records[i]), s.encoded ? &*s.encoded : nullptr));
     }
 }
 
-void SchedulerCore::State::admit_replacing(Submissions& group, core::Time now) {
-    const auto wall = clock->system_now();
+void Admission::admit_replacing(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now) {
+    const auto wall = clock_.system_now();
     for (std::size_t i = 0; i < group.size(); ++i) {
         Submission& s = group.at(i);
         if (s.refused) {
@@ -189,7 +221,7 @@ void SchedulerCore::State::admit_replacing(Submissions& group, core::Time now) {
             continue;
         }
         core::TaskSpec spec;
-        if (auto failure = to_spec(s.request, now, wall, spec)) {
+        if (auto failure = to_spec(engine, s.request, now, wall, spec)) {
             group.result(i, refusal(std::move(*failure)));
             continue;
         }
@@ -210,14 +242,14 @@ void SchedulerCore::State::admit_replacing(Submissions& group, core::Time now) {
             group.result(i, {id.error(), id.message()});
             continue;
         }
-        auto handle = admitted(id.value(), std::move(record), s.encoded ? &*s.encoded : nullptr);
-        if (keyed && handle.get() == made && durable) durable->write(held(), store::TaskKeyReleased{s.replaces});
+        auto handle = admitted(held, engine, id.value(), std::move(record), s.encoded ? &*s.encoded : nullptr);
+        if (keyed && handle.get() == made && durable_) durable_->write(held, store::TaskKeyReleased{s.replaces});
         group.result(i, std::move(handle));
     }
 }
 
-void SchedulerCore::State::admit_restoring(Submissions& group, core::Time now) {
-    const auto wall = clock->system_now();
+void Admission::admit_restoring(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now) {
+    const auto wall = clock_.system_now();
     const auto engine_time = [&](std::optional<store::WallTime> t) -> std::optional<core::Time> {
         if (!t) return std::nullopt;
         return core::add_saturated(now, std::chrono::duration_cast<core::Duration>(*t - wall));
@@ -229,7 +261,7 @@ void SchedulerCore::State::admit_restoring(Submissions& group, core::Time now) {
         Submission& s = group.at(i);
         const store::TaskRow& row = *s.row;
         core::TaskSpec spec;
-        if (auto failure = to_spec(s.request, now, wall, spec)) {
+        if (auto failure = to_spec(engine, s.request, now, wall, spec)) {
             group.result(i, refusal(std::move(*failure)));
             continue;
         }
@@ -238,7 +270,7 @@ void SchedulerCore::State::admit_restoring(Submissions& group, core::Time now) {
         record->assign_id(row.id);
         record->set_status(row.status);
         if (is_terminal(row.status))
-            record->finish(row.status, row.attempt, std::string(row.last_error), encoder.decode_output(row));
+            record->finish(row.status, row.attempt, std::string(row.last_error), encoder_.decode_output(row));
         spec.user = to_user(record.get());
         tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
                                            row.last_error});
@@ -251,12 +283,12 @@ void SchedulerCore::State::admit_restoring(Submissions& group, core::Time now) {
             group.result(index[k], {results[k].error(), results[k].message()});
             continue;
         }
-        hold(records[k]);
+        hold(held, records[k]);
         // As for a task that ends here: a finished one without a key keeps no record.
         std::shared_ptr<HandleState> handle = records[k];
         if (is_terminal(tasks[k].status) && !records[k]->keyed()) {
             engine.release_user(tasks[k].id);
-            release(*records[k]);
+            release(held, *records[k]);
         }
         group.result(index[k], std::move(handle));
     }

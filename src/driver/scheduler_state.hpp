@@ -29,6 +29,7 @@
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/store.hpp>
 
+#include "admission.hpp"
 #include "attempt_launcher.hpp"
 #include "attempt_state.hpp"
 #include "runtime/block_pool.hpp"
@@ -72,10 +73,6 @@ struct SchedulerCore::State {
     // The engine's modes the driver relies on; again on every new engine
     // (a store's recovery makes one).
     void set_engine_modes() CRONOQ_REQUIRES(mu);
-    /// The engine's reference to `record`, from admission (`hold`) until it
-    /// lets go (`release`, which hands the reference back to drop later).
-    void hold(const std::shared_ptr<TaskRecord>& record) CRONOQ_REQUIRES(mu);
-    std::shared_ptr<TaskRecord> release(TaskRecord& record) CRONOQ_REQUIRES(mu);
     /// The engine while `create` builds the state, before anyone else can
     /// reach it: no step needed.
     core::Engine& unshared_engine() CRONOQ_NO_THREAD_SAFETY_ANALYSIS { return engine; }
@@ -96,7 +93,11 @@ struct SchedulerCore::State {
     mutable EngineMutex mu;
     core::Engine engine CRONOQ_GUARDED_BY(mu);
     Pools pools;  // fixed after build, but each pool's waiting submitters
+    // The store (docs/guide/durability.md); null without one.
+    const std::unique_ptr<DurableLink> durable;
     Encoder encoder;
+    // Makes task records and admits them; reached with an EngineHeld.
+    Admission admission;
     std::vector<core::Action> actions CRONOQ_GUARDED_BY(mu);
     std::vector<Deferred> deferred CRONOQ_GUARDED_BY(mu);
     std::vector<AttemptEnd> ends CRONOQ_GUARDED_BY(mu);  // the inbox drained into this buffer
@@ -108,10 +109,8 @@ struct SchedulerCore::State {
     // Made by create(), then never replaced; its own data is reached with
     // an EngineHeld.
     std::unique_ptr<RecurringTable> recurring;
-    RecordLink held_records CRONOQ_GUARDED_BY(mu);        // every record whose engine_ref is set
-    // Where records and attempts are made (under `mu`): freed blocks are
-    // kept for reuse, up to a bound (runtime/block_pool.hpp).
-    OwnedPool record_blocks CRONOQ_GUARDED_BY(mu){shared_block_size<TaskRecord>};
+    // Where attempts are made (under `mu`): freed blocks are kept for
+    // reuse, up to a bound (runtime/block_pool.hpp).
     OwnedPool attempt_blocks CRONOQ_GUARDED_BY(mu){shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).
     AttemptLauncher launcher;
@@ -129,8 +128,6 @@ struct SchedulerCore::State {
     // ---- what steps leave for after `mu`, in order ------------------------------------
     Delivery delivery;
 
-    // ---- the store (docs/guide/durability.md); null without one --------------------------------------
-    std::unique_ptr<DurableLink> durable;
 
     // ---- the blocking pool, started on first use ----------------------------------
     std::mutex blocking_mu;
@@ -205,26 +202,11 @@ struct SchedulerCore::State {
     void wake_next_submit(PoolRuntime& pool) CRONOQ_REQUIRES(mu);
     void serve_ends(core::Time now) CRONOQ_REQUIRES(mu);
     void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { deferred.emplace_back(std::move(line)); }
-    // ---- admission (mutex held; admission.cpp) -----------------------------------------
-    /// The one admission entry (submission.hpp): every way in admits its
+    // ---- admission (mutex held) -----------------------------------------------------
+    /// The one admission entry (admission.hpp): every way in admits its
     /// submissions here, at `now`, leaving the engine's actions to the
-    /// caller's apply(now).
+    /// caller's apply(now). Refused while shutting down (but a recovery).
     void admit(Submissions& group, AdmitMode mode, core::Time now) CRONOQ_REQUIRES(mu);
-    using Failure = std::pair<SubmitError, std::string>;
-    std::optional<Failure> to_spec(const TaskRequest& r, core::Time now, std::chrono::system_clock::time_point wall,
-                                   core::TaskSpec& spec) CRONOQ_REQUIRES(mu);
-    /// The record of a request the engine is about to admit. In a remote
-    /// pool it keeps the encoded payload, which its leases carry.
-    std::shared_ptr<TaskRecord> make_record(core::PoolId pool, TaskRequest&& r, std::chrono::system_clock::time_point wall,
-                                            const Encoded* encoded) CRONOQ_REQUIRES(mu);
-    void give_back(TaskRecord& record, TaskRequest& r) CRONOQ_REQUIRES(mu);
-    /// The handle of what the engine answered for `record`: the record
-    /// itself when admitted, else the record of the task holding the key.
-    std::shared_ptr<HandleState> admitted(TaskId id, std::shared_ptr<TaskRecord> record, const Encoded* encoded) CRONOQ_REQUIRES(mu);
-    void admit_each(Submissions& group, core::Time now) CRONOQ_REQUIRES(mu);
-    void admit_all(Submissions& group, core::Time now) CRONOQ_REQUIRES(mu);
-    void admit_replacing(Submissions& group, core::Time now) CRONOQ_REQUIRES(mu);
-    void admit_restoring(Submissions& group, core::Time now) CRONOQ_REQUIRES(mu);
     std::optional<TaskId> resolve(const TaskRef& ref) const CRONOQ_REQUIRES(mu);
     /// Admits `r` as a new task in place of the ended task `old`
     /// (`Scheduler::retry`): the key moves to it (docs/guide/durability.md).

@@ -45,27 +45,26 @@ core::Outcome to_outcome(const AttemptOutput& out) {
 
 SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     : executor(std::move(ex)), options(std::move(opts)), clock(options.clock ? options.clock : Clock::steady()),
-      engine(options.engine),
+      engine(options.engine), durable(options.store ? std::make_unique<DurableLink>(options.store) : nullptr),
       encoder(pools, *clock, options.store != nullptr, options.codec,
               options.store ? options.store->journal().max_value_bytes() : 0),
-      launcher(clock->make_timer(executor)) {
+      admission(pools, *clock, encoder, self, durable.get()), launcher(clock->make_timer(executor)) {
     set_engine_modes();
     debug_logging = logger()->should_log(spdlog::level::debug);
-    if (options.store) {
-        durable = std::make_unique<DurableLink>(options.store);
-    }
 }
 
 SchedulerCore::State::~State() {
-    // Records the engine still held (keyed tasks it retained, tasks of a
-    // scheduler destroyed before its shutdown finished): each refers to
-    // itself, so let go of them here.
-    std::vector<std::shared_ptr<TaskRecord>> refs;
-    while (held_records.next != &held_records) {
-        auto& record = static_cast<TaskRecord&>(*held_records.next);
-        record.live.reset();  // an attempt refers to its record too
-        refs.push_back(release(record));
+    // Records the engine still held each refer to themselves: let go of them here.
+    auto refs = admission.release_all();
+}
+
+void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time now) {
+    if (shutting_down && mode != AdmitMode::Restoring) {
+        for (std::size_t i = 0; i < group.size(); ++i)
+            group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
+        return;
     }
+    admission.admit(held(), engine, group, mode, now);
 }
 
 void SchedulerCore::State::set_engine_modes() {
@@ -78,21 +77,6 @@ void SchedulerCore::State::set_engine_modes() {
     // A task without a key lets go of its record at its terminal status
     // (on(Status)): the engine forgets the pointer there too.
     engine.release_users_at_end(true);
-}
-
-void SchedulerCore::State::hold(const std::shared_ptr<TaskRecord>& record) {
-    record->engine_ref = record;
-    record->prev = held_records.prev;
-    record->next = &held_records;
-    record->prev->next = record.get();
-    held_records.prev = record.get();
-}
-
-std::shared_ptr<TaskRecord> SchedulerCore::State::release(TaskRecord& record) {
-    record.prev->next = record.next;
-    record.next->prev = record.prev;
-    record.prev = record.next = &record;
-    return std::move(record.engine_ref);
 }
 
 // ---- steps -------------------------------------------------------------------------
@@ -322,14 +306,14 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
         // The engine has let go of the pointer (release_users_at_end).
         // The attempt that just ended may still be returning: it holds the
         // record through its context, not through this reference.
-        f.record = release(*record);
+        f.record = admission.release(held(), *record);
     }
 }
 
 void SchedulerCore::State::on(core::Forget& f, core::Time, std::chrono::system_clock::time_point) {
     if (TaskRecord* record = from_user(f.user)) {
         // Released after the mutex, with the step's other work.
-        deferred.emplace_back(UniqueFunction<void()>([ref = release(*record)] {}));
+        deferred.emplace_back(UniqueFunction<void()>([ref = admission.release(held(), *record)] {}));
     }
 }
 

@@ -74,10 +74,7 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
     std::vector<std::shared_ptr<TaskRecord>> unfinished;
     {
         Step step(*this);
-        for (RecordLink* l = held_records.next; l != &held_records; l = l->next) {
-            auto& record = static_cast<TaskRecord&>(*l);
-            if (!is_terminal(record.status())) unfinished.push_back(record.engine_ref);
-        }
+        unfinished = admission.unfinished(held());
     }
     delivery.lead_lost(lost);
     const std::string why = lost.reason == store::LostReason::Released
