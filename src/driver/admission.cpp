@@ -26,21 +26,6 @@ void Admission::admit(const EngineHeld& held, core::Engine& engine, Submissions&
     }
 }
 
-void Admission::hold(const EngineHeld&, const std::shared_ptr<TaskRecord>& record) {
-    record->engine_ref = record;
-    record->prev = held_.prev;
-    record->next = &held_;
-    record->prev->next = record.get();
-    held_.prev = record.get();
-}
-
-std::shared_ptr<TaskRecord> Admission::release(const EngineHeld&, TaskRecord& record) {
-    record.prev->next = record.next;
-    record.next->prev = record.prev;
-    record.prev = record.next = &record;
-    return std::move(record.engine_ref);
-}
-
 std::vector<std::shared_ptr<TaskRecord>> Admission::unfinished(const EngineHeld&) const {
     std::vector<std::shared_ptr<TaskRecord>> out;
     for (const RecordLink* l = held_.next; l != &held_; l = l->next) {

@@ -40,10 +40,22 @@ public:
     void admit(const EngineHeld& held, core::Engine& engine, Submissions& group, AdmitMode mode, core::Time now);
 
     // ---- the records the engine holds --------------------------------------------------
+    // Inline: every task is held and released once.
     /// The engine's reference to `record`, from admission until it lets go.
-    void hold(const EngineHeld&, const std::shared_ptr<TaskRecord>& record);
+    void hold(const EngineHeld&, const std::shared_ptr<TaskRecord>& record) {
+        record->engine_ref = record;
+        record->prev = held_.prev;
+        record->next = &held_;
+        record->prev->next = record.get();
+        held_.prev = record.get();
+    }
     /// Hands the engine's reference back, to drop later.
-    std::shared_ptr<TaskRecord> release(const EngineHeld&, TaskRecord& record);
+    std::shared_ptr<TaskRecord> release(const EngineHeld&, TaskRecord& record) {
+        record.prev->next = record.next;
+        record.next->prev = record.prev;
+        record.prev = record.next = &record;
+        return std::move(record.engine_ref);
+    }
     /// The records of tasks that have not ended (the lead was lost).
     std::vector<std::shared_ptr<TaskRecord>> unfinished(const EngineHeld&) const;
     /// Lets go of every record still held (the scheduler's destruction).

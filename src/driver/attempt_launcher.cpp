@@ -165,22 +165,6 @@ void AttemptLauncher::end_attempt(std::shared_ptr<SchedulerCore> core, std::shar
 
 AttemptLauncher::AttemptLauncher(std::unique_ptr<Clock::Timer> abandon_timer) : abandon_timer_(std::move(abandon_timer)) {}
 
-void AttemptLauncher::link(const EngineHeld&, Attempt& a) {
-    a.prev = running_.prev;
-    a.next = &running_;
-    a.prev->next = &a;
-    running_.prev = &a;
-}
-
-// False if it was not linked (it had already been abandoned).
-bool AttemptLauncher::unlink(const EngineHeld&, Attempt& a) {
-    if (a.prev == &a) return false;  // unlinked: a link points to itself
-    a.prev->next = a.next;
-    a.next->prev = a.prev;
-    a.prev = a.next = &a;
-    return true;
-}
-
 void AttemptLauncher::arm_abandon(const EngineHeld&, core::Time at, std::function<void()> on_limit) {
     if (abandon_armed_) return;
     abandon_armed_ = true;

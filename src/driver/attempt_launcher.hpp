@@ -32,9 +32,21 @@ public:
                             AttemptOutput&& out);
 
     // ---- coroutines that have not returned: engine steps -----------------------------
-    void link(const EngineHeld&, Attempt& a);
+    // Inline: every local attempt is linked and unlinked once.
+    void link(const EngineHeld&, Attempt& a) noexcept {
+        a.prev = running_.prev;
+        a.next = &running_;
+        a.prev->next = &a;
+        running_.prev = &a;
+    }
     /// False if it was not linked (it had been abandoned).
-    bool unlink(const EngineHeld&, Attempt& a);
+    bool unlink(const EngineHeld&, Attempt& a) noexcept {
+        if (a.prev == &a) return false;  // unlinked: a link points to itself
+        a.prev->next = a.next;
+        a.next->prev = a.prev;
+        a.prev = a.next = &a;
+        return true;
+    }
     bool any_running(const EngineHeld&) const { return running_.next != &running_; }
     /// Arms, once, shutdown's limit on coroutines that ignore cancellation:
     /// `on_limit` runs at `at`.

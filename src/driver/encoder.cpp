@@ -69,8 +69,8 @@ std::shared_ptr<const void> Encoder::decode_output(const store::TaskRow& row) co
     }
 }
 
-void Encoder::encode_output(AttemptOutput& out) const {
-    if (!durable_ || !codec_.encode_output || !out.output.value || out.error) return;
+void Encoder::encode_output_bytes(AttemptOutput& out) const {
+    if (!codec_.encode_output) return;
     try {
         out.output.bytes = codec_.encode_output(out.output.value.get());
     } catch (const std::exception& e) {

@@ -55,7 +55,9 @@ public:
     std::shared_ptr<const void> decode_output(const store::TaskRow& row) const;
     /// With a store: `out`'s value through codec<O>, kept with it; an
     /// output the codec refuses or over the store's limit fails the attempt.
-    void encode_output(AttemptOutput& out) const;
+    void encode_output(AttemptOutput& out) const {
+        if (durable_ && out.output.value && !out.error) encode_output_bytes(out);
+    }
     /// A remote lease's payload, for a task admitted without its bytes
     /// (encoded after the mutex); empty with `problem` set when it cannot be.
     std::string lease_payload(const PoolRuntime& pool, const ErasedValue& payload, std::string& problem) const;
@@ -68,6 +70,7 @@ public:
     void pools_ready();
 
 private:
+    void encode_output_bytes(AttemptOutput& out) const;
     /// Why a task of `pool` with `payload_bytes` encoded could not be sent
     /// to its workers; empty when it can.
     std::string lease_too_large(const TaskRequest& r, const PoolRuntime& pool, std::size_t payload_bytes) const;

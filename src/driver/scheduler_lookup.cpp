@@ -32,7 +32,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::Ta
 // codec encoded before.
 std::shared_ptr<HandleState> SchedulerCore::State::resubmit(TaskId old, TaskRequest&& r) {
     r.depends_on.clear();
-    Submission s{std::move(r)};
+    Submission s(r);
     s.replaces = old;
     if (durable) s.encode_with(encoder);
     OneSubmission one(s);

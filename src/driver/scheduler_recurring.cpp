@@ -81,7 +81,7 @@ void SchedulerCore::State::fire(Schedule& s, std::chrono::system_clock::time_poi
     }
     // The occurrence's bytes: the template's payload, encoded when the
     // schedule was added, and its own options (no application code).
-    Submission submission{std::move(*request)};
+    Submission submission(*request);
     if (durable) submission.encoded = encoder.with_payload(s.encoded_payload, submission.request, wall);
     OneSubmission one(submission);
     admit(one, AdmitMode::Each, now);

@@ -106,19 +106,24 @@ void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, 
         fail_recovered(row.id, row.attempt, "decode: " + row.why, wall);
     // Each row comes back through the one admission entry, as a submission
     // whose bytes are the row's (a remote pool's leases carry them).
-    std::vector<Submission> list;
-    list.reserve(recovered.tasks.size());
+    std::vector<TaskRequest> requests;
+    std::vector<const store::TaskRow*> rows;
+    requests.reserve(recovered.tasks.size());
     for (const store::TaskRow& row : recovered.tasks) {
-        Submission s;
         try {
-            s.request = encoder.decode(row);
+            requests.push_back(encoder.decode(row));
         } catch (const std::exception& e) {
             if (!is_terminal(row.status)) fail_recovered(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
             continue;
         }
-        s.encoded = Encoded{row.payload, {}, wall};
-        s.row = &row;
-        list.push_back(std::move(s));
+        rows.push_back(&row);
+    }
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        Submission& s = list.emplace_back(requests[i]);
+        s.encoded = Encoded{rows[i]->payload, {}, wall};
+        s.row = rows[i];
     }
     RecoveredRows group(*this, list, wall);
     admit(group, AdmitMode::Restoring, now);

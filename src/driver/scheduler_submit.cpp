@@ -23,7 +23,7 @@ namespace {
 // tags or traceparent), and after a task with options it is reset.
 class TasksInPlace final : public Submissions {
 public:
-    explicit TasksInPlace(ManyTasks& tasks) : tasks_(tasks) {}
+    explicit TasksInPlace(ManyTasks& tasks) : tasks_(tasks), s_(request_) {}
     std::size_t size() const override { return tasks_.size(); }
     Submission& at(std::size_t i) override {
         if (i == current_) return s_;
@@ -45,6 +45,7 @@ public:
 
 private:
     ManyTasks& tasks_;
+    TaskRequest request_;
     Submission s_;
     bool clean_ = true;
     std::size_t current_ = static_cast<std::size_t>(-1);
@@ -68,7 +69,7 @@ private:
 }  // namespace
 
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
-    Submission s{std::move(r)};
+    Submission s(r);
     s.encode_with(s_->encoder);
     OneSubmission one(s);
     State::Step step(*s_);
@@ -81,7 +82,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest
 asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest r) {
     auto self = shared_from_this();
     State& s = *s_;
-    Submission submission{std::move(r)};
+    Submission submission(r);
     submission.encode_with(s.encoder);
     if (submission.refused) throw SubmitException(submission.refused->first, submission.refused->second);
     std::shared_ptr<WaitList> turn;  // set when it is this submitter's turn
@@ -157,10 +158,12 @@ void SchedulerCore::try_submit_many(ManyTasks& tasks) {
     }
     // With a store or a remote pool, each request's bytes are made before
     // the engine's mutex: every request is made whole first.
-    std::vector<Submission> list(tasks.size());
-    for (std::size_t i = 0; i < list.size(); ++i) {
-        list[i].request = std::move(tasks.task(i));
-        list[i].encode_with(s.encoder);
+    std::vector<TaskRequest> requests(tasks.size());
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        requests[i] = std::move(tasks.task(i));
+        list.emplace_back(requests[i]).encode_with(s.encoder);
     }
     auto sink = [&tasks](std::size_t, Admitted&& r) { tasks.result(std::move(r)); };
     SubmissionList<decltype(sink)> group(list, sink);
@@ -172,11 +175,9 @@ void SchedulerCore::try_submit_many(ManyTasks& tasks) {
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
     State& s = *s_;
-    std::vector<Submission> list(requests.size());
-    for (std::size_t i = 0; i < list.size(); ++i) {
-        list[i].request = std::move(requests[i]);
-        list[i].encode_with(s.encoder);
-    }
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (TaskRequest& r : requests) list.emplace_back(r).encode_with(s.encoder);
     std::vector<std::shared_ptr<HandleState>> handles;
     handles.reserve(list.size());
     std::optional<Admitted> refused;

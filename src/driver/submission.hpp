@@ -22,9 +22,13 @@
 namespace cronoq::detail {
 
 struct Submission {
+    explicit Submission(TaskRequest& r) noexcept : request(r) {}
+
+    /// The caller's, not moved into the submission (a request is 432
+    /// bytes of strings and options: a round trip would pay for the move).
     /// Consumed only when admitted, so that a waiting submitter can try
     /// again with it.
-    TaskRequest request;
+    TaskRequest& request;
     /// Made before the mutex when the encoder says it is needed.
     std::optional<Encoded> encoded;
     /// Why it is refused before the engine sees it (the encoder's word).
