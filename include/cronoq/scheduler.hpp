@@ -156,22 +156,9 @@ public:
     /// waits; `Full` under `OverflowPolicy::Wait`). Results in the order of
     /// `tasks`. Unlike `try_submit_batch`, one rejection admits the rest.
     std::vector<SubmitResult<TaskHandle<O>>> try_submit_many(std::vector<Task<P>> tasks) {
-        std::vector<SubmitResult<TaskHandle<O>>> out;
-        out.reserve(tasks.size());
-        // The core reads each task's request in place and hands each result
-        // straight to `out`: no array of requests or of untyped results.
-        const auto at = [](void* ts, std::size_t i) -> detail::TaskState& {
-            return detail::Access::state_of((*static_cast<std::vector<Task<P>>*>(ts))[i]);
-        };
-        const auto sink = [](void* results, SubmitResult<std::shared_ptr<detail::HandleState>>&& r) {
-            auto& o = *static_cast<std::vector<SubmitResult<TaskHandle<O>>>*>(results);
-            if (r)
-                o.emplace_back(detail::Access::make<TaskHandle<O>>(std::move(r).value()));
-            else
-                o.emplace_back(r.error(), r.message());
-        };
-        owner_->core->try_submit_many(tasks.size(), at, &tasks, sink, &out);
-        return out;
+        Many many(tasks);
+        owner_->core->try_submit_many(many);
+        return std::move(many.out);
     }
 
     /// Submits every task or none (docs/guide/dependencies-and-keys.md). Tasks may depend on each other
@@ -340,6 +327,22 @@ private:
         std::shared_ptr<detail::SchedulerCore> core;
     };
     explicit Scheduler(std::shared_ptr<detail::SchedulerCore> core) : owner_(std::make_shared<Owner>(std::move(core))) {}
+    // try_submit_many's tasks as the core reads them: each task's request in
+    // place, each result straight into `out` (no array of requests or of
+    // untyped results in between).
+    struct Many final : detail::ManyTasks {
+        explicit Many(std::vector<Task<P>>& t) : tasks(t) { out.reserve(t.size()); }
+        std::size_t size() const override { return tasks.size(); }
+        detail::TaskState& task(std::size_t i) override { return detail::Access::state_of(tasks[i]); }
+        void result(SubmitResult<std::shared_ptr<detail::HandleState>>&& r) override {
+            if (r)
+                out.emplace_back(detail::Access::make<TaskHandle<O>>(std::move(r).value()));
+            else
+                out.emplace_back(r.error(), r.message());
+        }
+        std::vector<Task<P>>& tasks;
+        std::vector<SubmitResult<TaskHandle<O>>> out;
+    };
 
     std::shared_ptr<Owner> owner_;
 };

@@ -76,10 +76,9 @@ struct RecordState {
     std::shared_ptr<TaskRecord> engine_ref;
     /// The attempt holding the live lease, if one runs.
     std::shared_ptr<Attempt> live;
-    /// The output of a success being reported, until its Status takes it
-    /// (and, with a store, its bytes).
-    ErasedValue output;
-    Boxed<std::string> encoded_output;
+    /// The output of a success being reported (with a store, its bytes
+    /// too), until its Status takes it.
+    OutputValue output;
     /// In a remote pool: the payload through codec<P>, made at submit off
     /// the engine's mutex; null until then (else made when a lease goes
     /// out). A pointer: most tasks run here, and the record stays small.
@@ -145,6 +144,12 @@ struct Attempt final : AttemptState, RunningLink {
     /// The next attempt a step starts after the engine's mutex (guarded by
     /// it until the step takes the list).
     std::shared_ptr<Attempt> next_start;
+};
+
+/// An attempt's end, sent by its coroutine's completion.
+struct AttemptEnd {
+    std::shared_ptr<Attempt> attempt;
+    AttemptOutput output;
 };
 
 /// The first attempt of `list` (linked through `next_start`), unlinked;

@@ -71,11 +71,11 @@ SchedulerCore::SchedulerCore(std::unique_ptr<State> state) : s_(std::move(state)
 SchedulerCore::~SchedulerCore() {
     // The store's reports stop reaching this scheduler (waiting for one
     // being handled) before anything of it goes.
-    if (s_ && s_->durable) s_->durable->link->disconnect();
+    if (s_ && s_->durable) s_->durable->link()->disconnect();
     // The timers' callbacks hold only a weak reference; cancel their waits.
     if (s_ && s_->timer) s_->timer->disarm();
-    if (s_ && s_->recurring_timer) s_->recurring_timer->disarm();
-    if (s_ && s_->abandon_timer) s_->abandon_timer->disarm();
+    if (s_ && s_->recurring) s_->recurring->stop();
+    if (s_) s_->launcher.stop();
 }
 
 std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor executor, SchedulerOptions options,
@@ -92,7 +92,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         // A remote pool's cap on granted slots: workers(...)'s max, else none (0).
         d.engine.max_workers = d.engine.remote && !d.workers_given ? 0 : d.max_workers;
         d.engine.min_workers = d.min_workers;
-        state->engine.add_pool(d.engine);  // validates the rest, names the field
+        state->unshared_engine().add_pool(d.engine);  // validates the rest, names the field
         PoolRuntime& p = state->pools.emplace_back();
         p.executor = d.run_on ? *d.run_on : executor;
         p.name = std::make_shared<const std::string>(d.engine.name);
@@ -108,14 +108,18 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
                     p.lanes.emplace_back(asio::make_strand(p.executor));
             }
         }
-        state->any_remote = state->any_remote || d.engine.remote;
         p.def = std::move(d);
     }
+    state->encoder.pools_ready();
     state->timer = state->clock->make_timer(executor);
-    state->recurring_timer = state->clock->make_timer(executor);
-    state->abandon_timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
+    core->s_->recurring = std::make_unique<RecurringTable>(core->s_->clock->make_timer(executor), [w = core->s_->self] {
+        if (auto c = w.lock()) {
+            State::Step step(*c->s_);
+            c->s_->on_recurring_due();
+        }
+    });
     // Before anything can happen: a subscription from the builder sees
     // every event, recovery included.
     for (const auto& taken : std::exchange(core->s_->options.subscriptions, {})) {
@@ -160,7 +164,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
         State::Step step(*s_);
         s_->begin_shutdown(grace);
     }
-    auto drained = s_->drained;
+    auto drained = s_->delivery.drained();
     co_await drained->async_wait(asio::use_awaitable);
 }
 
@@ -182,12 +186,9 @@ std::shared_ptr<EventQueue> SchedulerCore::make_subscription() {
 void SchedulerCore::attach(const std::shared_ptr<EventQueue>& q) {
     // Under both mutexes: a step that sees the count publishes to it.
     State::Read engine(*s_);
-    std::lock_guard delivering(s_->deliver_mu);
-    if (s_->drained->is_set()) {
+    if (!s_->delivery.subscribe(q)) {
         q->close();
     } else {
-        s_->subscribers.push_back(q);
-        s_->subscriber_count.store(s_->subscribers.size(), std::memory_order_relaxed);
         // From now on every transition makes an event (and stays so: a
         // subscriber may come back at any time).
         s_->engine.report_implied_transitions(true);
@@ -236,7 +237,7 @@ Snapshot SchedulerCore::snapshot() const {
         }
     }
     if (s_->durable) {
-        out.store = s_->durable->journal.figures();  // under the store's own lock
+        out.store = s_->durable->journal().figures();  // under the store's own lock
     }
     return out;
 }

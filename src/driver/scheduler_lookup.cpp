@@ -21,50 +21,27 @@ std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::Ta
     record->pool = std::make_shared<const std::string>(row.pool);
     record->kind = row.kind;
     if (row.key) record->request().key = row.key;
-    std::shared_ptr<const void> output;
-    if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
-        try {
-            output = durable->codec.decode_output(*row.output);
-        } catch (const std::exception&) {
-            // The task succeeded; only its kept output is unreadable.
-        }
-    }
-    record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
+    record->finish(row.status, row.attempt, std::string(row.last_error), encoder.decode_output(row));
     return record;
 }
 
-SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::resubmit_one(TaskId old, TaskRequest& r) {
-    if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    // Its dependencies were met when it ran (a task whose edge broke ends
-    // Skipped, which is not retried): the new task waits for none of them.
+// A retry is admitted in place of the ended task `old`: its dependencies
+// were met when it ran (a task whose edge broke ends Skipped, which is not
+// retried), so the new task waits for none of them. Encoded here, under the
+// mutex, as the old task's options are read under it: the payload is one the
+// codec encoded before.
+std::shared_ptr<HandleState> SchedulerCore::State::resubmit(TaskId old, TaskRequest&& r) {
     r.depends_on.clear();
-    std::optional<Encoded> encoded;
-    if (durable) {
-        auto bytes = encode(r);
-        if (!bytes) return {bytes.error(), bytes.message()};
-        encoded.emplace(std::move(bytes).value());
-    }
+    Submission s(r);
+    s.replaces = old;
+    if (durable) s.encode_with(encoder);
+    OneSubmission one(s);
     const auto now = clock->now();
-    const auto wall = clock->system_now();
-    core::TaskSpec spec;
-    if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
-    const bool keyed = r.key.has_value();
-    auto record = make_record(spec.pool, std::move(r), wall, encoded ? &encoded->payload : nullptr);
-    const TaskRecord* made = record.get();
-    spec.user = to_user(record.get());
-    // An old task the engine forgot (known from its row) is replaced by a
-    // plain submission; its key, if no other task took it, goes along.
-    const bool known = engine.status(old).has_value();
-    auto id = known ? engine.resubmit(old, spec, now) : engine.submit(spec, now);
-    // Its retention may end at `now` with no engine step since: resubmit
-    // forgets it first, then refuses it as unknown. Its options are known
-    // all the same (a record's, or the row's): submitted like a forgotten one.
-    if (known && !id && id.error() == SubmitError::Invalid && !engine.status(old)) id = engine.submit(spec, now);
-    if (!id) return {id.error(), id.message()};
-    auto handle = admitted(id.value(), std::move(record), encoded ? &*encoded : nullptr);
-    if (keyed && handle.get() == made && durable) write(store::TaskKeyReleased{old});
+    admit(one, AdmitMode::Replacing, now);
     apply(now);
-    return handle;
+    auto handle = std::move(one).take();
+    if (!handle) throw SubmitException(handle.error(), handle.message());
+    return std::move(handle).value();
 }
 
 std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
@@ -75,7 +52,7 @@ std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
             // The engine hands back the record while the driver holds it: for
             // every live task, and for a retained one that has a key.
             if (TaskRecord* record = from_user(s_->engine.user(*task).value_or(0))) return record->engine_ref;
-            if (s_->durable && s_->engine.status(*task)) pending = s_->durable->enqueued;
+            if (s_->durable && s_->engine.status(*task)) pending = s_->durable->enqueued(s_->held());
         }
         if (!s_->durable) return nullptr;
     }
@@ -85,12 +62,11 @@ std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
     // lead is lost if commits keep failing), so that its row tells its end
     // and its output.
     if (pending > 0) {
-        std::unique_lock lock(s_->deliver_mu);
-        s_->durable->commit_seen.wait(lock, [&] { return s_->durable->committed >= pending || s_->durable->lost; });
+        s_->delivery.block_until_committed(pending);
     }
     // Off the mutex: a short read of the store. Every task the engine holds
     // a record of was found above, so a row found here is of a task that ended.
-    auto row = s_->durable->journal.read_task(ref);
+    auto row = s_->durable->journal().read_task(ref);
     if (!row || !is_terminal(row->status)) return nullptr;
     return s_->stored_handle(*row);
 }
@@ -108,35 +84,27 @@ std::shared_ptr<HandleState> SchedulerCore::retry(const TaskRef& ref) {
             r.payload = record->payload;
             r.pool = *record->pool;
             r.kind = record->kind;
-            auto handle = s.resubmit_one(*old, r);
-            if (!handle) throw SubmitException(handle.error(), handle.message());
-            return std::move(handle).value();
+            return s.resubmit(*old, std::move(r));
         }
         // Without a store, a task the driver keeps no options of (unknown,
         // forgotten, or retained without a key) cannot be submitted again.
         if (!s.durable) return nullptr;
     }
     // Off the mutex: the task's row, and its payload through the codec.
-    auto row = s.durable->journal.read_task(ref);
+    auto row = s.durable->journal().read_task(ref);
     if (!row || !retryable(row->status)) return nullptr;
     TaskRequest r;
     try {
-        r = decode_options(row->options);
-        r.payload = s.durable->codec.decode_payload(row->payload);
+        r = s.encoder.decode(*row);
     } catch (const std::exception& e) {
         throw SubmitException(SubmitError::Invalid, "task " + std::to_string(row->id.value) +
                                                         ": its stored row cannot be decoded: " + e.what());
     }
     relative_to_submission(r, row->submitted_at);
-    r.pool = row->pool;
-    r.kind = row->kind;
-    r.key = row->key;
     State::Step step(s);
     // Retried meanwhile, or never ended here: the engine's word is newer.
     if (const auto status = s.engine.status(row->id); status && !retryable(*status)) return nullptr;
-    auto handle = s.resubmit_one(row->id, r);
-    if (!handle) throw SubmitException(handle.error(), handle.message());
-    return std::move(handle).value();
+    return s.resubmit(row->id, std::move(r));
 }
 
 }  // namespace cronoq::detail

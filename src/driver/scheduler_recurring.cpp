@@ -30,7 +30,7 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
     std::string definition;
     std::string payload;
     if (s_->durable) {
-        auto bytes = s_->encode(r.task);
+        auto bytes = s_->encoder.encode(r.task);
         if (!bytes) throw ConfigError(where + "task: " + bytes.message());
         definition = encode_schedule(r, bytes.value().payload, bytes.value().wall);
         payload = std::move(bytes).value().payload;
@@ -39,27 +39,16 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
     if (r.task.pool && !s_->engine.find_pool(*r.task.pool))
         throw ConfigError(where + "no pool named \"" + *r.task.pool + "\"");
     if (s_->shutting_down) throw ConfigError(where + "the scheduler is shutting down");
-    // A schedule replaced under its name (a process re-adding its
-    // schedules after a restart, say) goes on from its last occurrence, so
-    // that it fires none twice and one it missed once.
-    std::optional<std::chrono::system_clock::time_point> last_fired;
-    if (auto old = s_->schedules.find(r.name); old != s_->schedules.end()) last_fired = old->second.last_fired;
-    const auto first = expr->next_after(last_fired.value_or(s_->clock->system_now()), r.tz);
-    Schedule schedule{std::move(r), *expr, first.value_or(std::chrono::system_clock::time_point::max()), std::nullopt};
-    schedule.last_fired = last_fired;
-    schedule.encoded_payload = std::move(payload);
-    const std::string name = schedule.request.name;
-    s_->schedules.insert_or_assign(name, std::move(schedule));
-    if (s_->durable) s_->write(store::RecurringPut{name, std::move(definition)});
+    const std::string name = r.name;
+    s_->recurring->put(s_->held(), std::move(r), *expr, std::move(payload), s_->clock->system_now());
+    if (s_->durable) s_->durable->write(s_->held(), store::RecurringPut{name, std::move(definition)});
     s_->rearm_recurring();
 }
 
 bool SchedulerCore::remove_recurring(std::string_view name) {
     State::Step step(*s_);
-    auto it = s_->schedules.find(name);
-    if (it == s_->schedules.end()) return false;
-    s_->schedules.erase(it);
-    if (s_->durable) s_->write(store::RecurringRemoved{std::string(name)});
+    if (!s_->recurring->remove(s_->held(), name)) return false;
+    if (s_->durable) s_->durable->write(s_->held(), store::RecurringRemoved{std::string(name)});
     s_->rearm_recurring();
     return true;
 }
@@ -70,58 +59,45 @@ void SchedulerCore::State::on_recurring_due() {
     if (shutting_down) return;
     const auto now = clock->now();
     const auto wall = clock->system_now();
-    for (auto& [name, s] : schedules) {
-        follow_wall_clock(s, wall, now);
-        if (s.next > wall) continue;
-        const auto at = take_due(s, wall);
-        s.last_fired = at;
-        // In the step's batch with the occurrence's row: a new leader either
-        // sees both (and fires neither again) or neither (and fires it).
-        if (durable) write(store::RecurringFired{name, at});
-        const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
-        auto request = occurrence(s, at, previous);
-        if (!request) {
-            if (debug_logging)
-                log([name = name, at] {
+    // Admitting an occurrence changes no schedule but its own `last`.
+    for (const RecurringTable::Due& due : recurring->take_due(held(), wall, now)) fire(*due.schedule, due.at, now, wall);
+    rearm_recurring();
+}
+
+void SchedulerCore::State::fire(Schedule& s, std::chrono::system_clock::time_point at, core::Time now,
+                                std::chrono::system_clock::time_point wall) {
+    const std::string& name = s.request.name;
+    // In the step's batch with the occurrence's row: a new leader either
+    // sees both (and fires neither again) or neither (and fires it).
+    if (durable) durable->write(held(), store::RecurringFired{name, at});
+    const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
+    auto request = occurrence(s, at, previous);
+    if (!request) {
+        if (debug_logging)
+            log([name = name, at] {
                 logger()->debug("recurring \"{}\": no occurrence at {} (overlap policy)", name, utc_rfc3339(at));
             });
-            continue;
-        }
-        // The occurrence's bytes: the template's payload, encoded when the
-        // schedule was added, and its own options (no application code).
-        std::optional<Encoded> encoded;
-        if (durable) encoded.emplace(Encoded{s.encoded_payload, encode_options(*request, wall), wall});
-        auto handle = submit_one(*request, encoded ? &*encoded : nullptr);
-        if (handle)
-            s.last = handle.value()->id();
-        else
-            log([name = name, at, message = handle.message()] {
-                logger()->warn("recurring \"{}\": occurrence at {} not submitted: {}", name, utc_rfc3339(at), message);
-            });
+        return;
     }
-    rearm_recurring();
+    // The occurrence's bytes: the template's payload, encoded when the
+    // schedule was added, and its own options (no application code).
+    Submission submission(*request);
+    if (durable) submission.encoded = encoder.with_payload(s.encoded_payload, submission.request, wall);
+    OneSubmission one(submission);
+    admit(one, AdmitMode::Each, now);
+    apply(now);
+    auto handle = std::move(one).take();
+    if (handle)
+        s.last = handle.value()->id();
+    else
+        log([name = name, at, message = handle.message()] {
+            logger()->warn("recurring \"{}\": occurrence at {} not submitted: {}", name, utc_rfc3339(at), message);
+        });
 }
 
 void SchedulerCore::State::rearm_recurring() {
     if (finished) return;
-    const auto now = clock->now();
-    const auto wall = clock->system_now();
-    auto earliest = std::chrono::system_clock::time_point::max();
-    for (auto& [name, s] : schedules) {
-        follow_wall_clock(s, wall, now);
-        earliest = std::min(earliest, s.next);
-    }
-    if (shutting_down || earliest == std::chrono::system_clock::time_point::max()) return recurring_timer->disarm();
-    const auto at = earliest <= wall ? now
-                                     : now + std::min<core::Duration>(
-                                                 std::chrono::duration_cast<core::Duration>(earliest - wall),
-                                                 wall_check_interval);
-    recurring_timer->arm(at, [w = self] {
-        if (auto core = w.lock()) {
-            Step step(*core->s_);
-            core->s_->on_recurring_due();
-        }
-    });
+    recurring->rearm(held(), clock->system_now(), clock->now(), shutting_down);
 }
 
 }  // namespace cronoq::detail

@@ -30,18 +30,6 @@ void contained(const char* step, const Attempt& a, F&& f) noexcept {
     }
 }
 
-// Moves what `from` holds to the end of `to` and empties `from`; into an
-// empty `to` by a swap, so that both buffers keep their capacity.
-template <class T>
-void move_all(std::vector<T>& to, std::vector<T>& from) {
-    if (to.empty()) {
-        to.swap(from);
-    } else {
-        std::move(from.begin(), from.end(), std::back_inserter(to));
-        from.clear();
-    }
-}
-
 core::Outcome to_outcome(const AttemptOutput& out) {
     if (!out.error) return core::Outcome::success();
     const TaskError& e = *out.error;
@@ -56,26 +44,27 @@ core::Outcome to_outcome(const AttemptOutput& out) {
 }  // namespace
 
 SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
-    : executor(std::move(ex)), options(std::move(opts)), engine(options.engine) {
-    clock = options.clock ? options.clock : Clock::steady();
+    : executor(std::move(ex)), options(std::move(opts)), clock(options.clock ? options.clock : Clock::steady()),
+      engine(options.engine), durable(options.store ? std::make_unique<DurableLink>(options.store) : nullptr),
+      encoder(pools, *clock, options.store != nullptr, options.codec,
+              options.store ? options.store->journal().max_value_bytes() : 0),
+      admission(pools, *clock, encoder, self, durable.get()), launcher(clock->make_timer(executor)) {
     set_engine_modes();
     debug_logging = logger()->should_log(spdlog::level::debug);
-    if (options.store) {
-        durable = std::make_unique<Durable>(options.store);
-        durable->codec = options.codec;
-    }
 }
 
 SchedulerCore::State::~State() {
-    // Records the engine still held (keyed tasks it retained, tasks of a
-    // scheduler destroyed before its shutdown finished): each refers to
-    // itself, so let go of them here.
-    std::vector<std::shared_ptr<TaskRecord>> refs;
-    while (held_records.next != &held_records) {
-        auto& record = static_cast<TaskRecord&>(*held_records.next);
-        record.live.reset();  // an attempt refers to its record too
-        refs.push_back(release(record));
+    // Records the engine still held each refer to themselves: let go of them here.
+    auto refs = admission.release_all();
+}
+
+void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time now) {
+    if (shutting_down && mode != AdmitMode::Restoring) {
+        for (std::size_t i = 0; i < group.size(); ++i)
+            group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
+        return;
     }
+    admission.admit(held(), engine, group, mode, now);
 }
 
 void SchedulerCore::State::set_engine_modes() {
@@ -90,49 +79,30 @@ void SchedulerCore::State::set_engine_modes() {
     engine.release_users_at_end(true);
 }
 
-void SchedulerCore::State::hold(const std::shared_ptr<TaskRecord>& record) {
-    record->engine_ref = record;
-    record->prev = held_records.prev;
-    record->next = &held_records;
-    record->prev->next = record.get();
-    held_records.prev = record.get();
-}
-
-std::shared_ptr<TaskRecord> SchedulerCore::State::release(TaskRecord& record) {
-    record.prev->next = record.next;
-    record.next->prev = record.prev;
-    record.prev = record.next = &record;
-    return std::move(record.engine_ref);
-}
-
 // ---- steps -------------------------------------------------------------------------
 
 SchedulerCore::State::Step::~Step() { s_.end_step(lock_); }
 
 void SchedulerCore::State::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
-        if (inbox_filled.load(std::memory_order_acquire)) serve_ends(clock->now());
-        const store::Sequence step_seq = durable ? enqueue_step() : 0;
+        if (inbox.filled(std::memory_order_acquire)) serve_ends(clock->now());
+        const store::Sequence step_seq = durable ? durable->enqueue_step(held(), engine) : 0;
         std::shared_ptr<Attempt> starting = starts.take();
         if (deferred.empty()) {
             lock.unlock();  // nothing to deliver, nothing to keep in order
         } else {
             // In order: this step's work is delivered before the next step's.
-            std::unique_lock delivery(deliver_mu);
-            delivering.swap(deferred);  // both buffers keep their capacity
-            lock.unlock();
-            deliver(delivering, step_seq);
-            delivering.clear();
+            delivery.deliver_step(deferred, lock, step_seq);
         }
         // Free of both locks: a start may run the executor on this thread,
         // and the executor may call into the scheduler.
-        if (starting) start_all(self.lock(), std::move(starting));
+        if (starting) AttemptLauncher::start_all(self.lock(), std::move(starting));
         // An end posted while this step held the mutex found it taken and
         // left itself to us: serve it, unless another step already does.
         // The unlock above and this load are sequentially consistent, as
         // are offer()'s store of the flag and its try_lock: either that
         // try_lock sees the unlock, or this load sees the flag.
-        if (!inbox_filled.load(std::memory_order_seq_cst) || !lock.try_lock()) return;
+        if (!inbox.filled(std::memory_order_seq_cst) || !lock.try_lock()) return;
     }
 }
 
@@ -140,7 +110,7 @@ void SchedulerCore::State::end_read(std::unique_lock<EngineMutex>& lock) {
     lock.unlock();
     // As at the end of a step (sequentially consistent, as there): an end
     // that found the mutex held by this reader is served here.
-    if (inbox_filled.load(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
+    if (inbox.filled(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
 }
 
 template <class Put>
@@ -153,20 +123,16 @@ void SchedulerCore::State::offer(Put&& put) {
         // clock the application holds, say).
         std::unique_lock lock(mu, std::try_to_lock);
         if (lock) {
-            take_inbox();
+            inbox.take(ends, remote_ends);
             put(ends, remote_ends);
             serve_ends(clock->now());
             return end_step(lock);
         }
     }
-    {
-        std::lock_guard lock(inbox_mu);
-        put(inbox, remote_inbox);
-        // Sequentially consistent, as the try_lock below and the holder's
-        // unlock and load (end_step): either this try_lock sees the
-        // holder's unlock, or the holder, after unlocking, sees the flag.
-        inbox_filled.store(true, std::memory_order_seq_cst);
-    }
+    // Sequentially consistent, as the try_lock below and the holder's
+    // unlock and load (end_step): either this try_lock sees the holder's
+    // unlock, or the holder, after unlocking, sees the flag.
+    inbox.put(put);
     std::unique_lock lock(mu, std::try_to_lock);
     if (lock) end_step(lock);
 }
@@ -183,25 +149,15 @@ void SchedulerCore::State::post_remote(RemoteEnd end) {
     offer([&](std::vector<AttemptEnd>&, std::vector<RemoteEnd>& to) { to.push_back(std::move(end)); });
 }
 
-void SchedulerCore::State::take_inbox() {
-    if (inbox_filled.load(std::memory_order_acquire)) {
-        std::lock_guard lock(inbox_mu);
-        move_all(ends, inbox);
-        move_all(remote_ends, remote_inbox);
-        inbox_filled.store(false, std::memory_order_relaxed);
-    }
-}
-
 void SchedulerCore::State::serve_ends(core::Time now) {
-    take_inbox();
+    inbox.take(ends, remote_ends);
     for (RemoteEnd& end : remote_ends) serve_remote(end, now);
     remote_ends.clear();
     for (AttemptEnd& end : ends) {
         Attempt& a = *end.attempt;
         const bool live = engine.complete(a.lease, to_outcome(end.output), now);
         if (live) {
-            a.record->output = std::move(end.output.value);
-            a.record->encoded_output = std::move(end.output.encoded);
+            a.record->output = std::move(end.output.output);
             if (a.record->live.get() == &a) a.record->live.reset();
             // Not live: the engine abandoned the attempt, and what it threw
             // on the way out (operation_aborted) is expected, not a panic.
@@ -210,7 +166,7 @@ void SchedulerCore::State::serve_ends(core::Time now) {
                     logger()->warn("task {} attempt {}: executor {}", id.value, attempt, message);
                 });
         }
-        if (!unlink_running(a))
+        if (!launcher.unlink(held(), a))
             log([id = task_id(*a.task), lease = a.lease] {
                 logger()->warn("task {} lease {}: abandoned attempt returned after shutdown; its result was ignored",
                                id.value, lease.value);
@@ -239,55 +195,10 @@ void SchedulerCore::State::serve_remote(RemoteEnd& end, core::Time now) {
             if (engine.complete(end.lease, to_outcome(end.output), now, end.worker)) break;
             return;
     }
-    auto it = remote_leases.find(end.lease.value);
-    if (it == remote_leases.end()) return;
-    Attempt& a = *it->second;
-    if (end.kind == RemoteEnd::Kind::Ended) {
-        a.record->output = std::move(end.output.value);
-        a.record->encoded_output = std::move(end.output.encoded);
-    }
-    if (a.record->live == it->second) a.record->live.reset();
-    remote_leases.erase(it);
-}
-
-void SchedulerCore::State::deliver(std::vector<Deferred>& work, store::Sequence step_seq) {
-    for (Deferred& d : work) {
-        // With a store, what acknowledges waits for its step's commit.
-        if (step_seq > 0 && (std::holds_alternative<Finish>(d) || std::holds_alternative<Ack>(d)) &&
-            step_seq > durable->committed) {
-            if (durable->lost)
-                fail_uncommitted(d);
-            else
-                durable->held.emplace(step_seq, std::move(d));
-            continue;
-        }
-        deliver_one(d);
-    }
-}
-
-void SchedulerCore::State::deliver_one(Deferred& d) {
-    {
-        if (auto* f = std::get_if<Finish>(&d)) {
-            f->record->finish(f->status, f->attempt, std::move(f->message), std::move(f->output));
-        } else if (auto* e = std::get_if<StatusEvent>(&d)) {
-            std::erase_if(subscribers, [&](const std::weak_ptr<EventQueue>& w) {
-                auto q = w.lock();
-                if (q) q->push(*e);
-                return !q;
-            });
-            subscriber_count.store(subscribers.size(), std::memory_order_relaxed);
-        } else if (auto* line = std::get_if<UniqueFunction<void()>>(&d)) {
-            (*line)();
-        } else if (std::holds_alternative<Drained>(d)) {
-            for (auto& w : subscribers)
-                if (auto q = w.lock()) q->close();
-            subscribers.clear();
-            subscriber_count.store(0, std::memory_order_relaxed);
-            drained->set();
-        } else if (auto* ack = std::get_if<Ack>(&d)) {
-            ack->done->set();
-        }
-    }
+    auto attempt = remote.end_lease(held(), end.lease);
+    if (!attempt) return;
+    if (end.kind == RemoteEnd::Kind::Ended) attempt->record->output = std::move(end.output.output);
+    if (attempt->record->live == attempt) attempt->record->live.reset();
 }
 
 // ---- actions (mutex held) ------------------------------------------------------------
@@ -296,7 +207,7 @@ void SchedulerCore::State::apply(core::Time now) {
     engine.drain(actions);
     if (actions.empty()) return rearm();
     // Wall time stamps events and stored rows: read that clock only for them.
-    const bool events = subscriber_count.load(std::memory_order_relaxed) > 0;
+    const bool events = delivery.has_subscribers();
     const auto wall = events || durable ? clock->system_now() : std::chrono::system_clock::time_point{};
     // Under a backlog, a dispatched task's record was last touched at its
     // admission and is long out of cache: the record of the dispatch a few
@@ -309,14 +220,14 @@ void SchedulerCore::State::apply(core::Time now) {
     constexpr std::size_t loading_ahead_from = 16;
     constexpr int dispatches_ahead = 4;
     std::size_t ahead = actions.size() >= loading_ahead_from ? 0 : actions.size();  // the next to look at
-    const auto load_next_dispatch = [&] {
+    const auto load_next_dispatch = [&]() CRONOQ_REQUIRES(mu) {
         while (ahead < actions.size())
             if (const auto* d = std::get_if<core::Dispatch>(&actions[ahead++])) return prefetch_for_dispatch(from_user(d->user));
     };
     for (int i = 0; i < dispatches_ahead; ++i) load_next_dispatch();
     for (core::Action& action : actions) {
         if (std::holds_alternative<core::Dispatch>(action)) load_next_dispatch();
-        std::visit([&](auto& a) { on(a, now, wall); }, action);
+        std::visit([&](auto& a) CRONOQ_REQUIRES(mu) { on(a, now, wall); }, action);
     }
     rearm();
     check_drained();
@@ -335,7 +246,7 @@ void SchedulerCore::State::on(core::Dispatch& d, core::Time, std::chrono::system
     attempt->record = record;
     attempt->pool = &pool;
     record->live = attempt;
-    link_running(*attempt);
+    launcher.link(held(), *attempt);
     // Started when the step ends, after the engine's mutex: the executor
     // must never run under it.
     starts.push_back(std::move(attempt));
@@ -371,8 +282,8 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     TaskRecord* record = from_user(s.user);
     if (!record) return;
     record->set_status(s.status);
-    if (durable) write_status(s, *record, now, wall);
-    if (subscriber_count.load(std::memory_order_relaxed) > 0)
+    if (durable) durable->write_status(held(), s, *record, now, wall);
+    if (delivery.has_subscribers())
         deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message});
     if (!is_terminal(s.status)) return;
@@ -385,9 +296,8 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
     f.status = s.status;
     f.attempt = s.attempt;
     if (!s.message.empty()) f.message = std::move(s.message);  // a success has none: no call
-    if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output);
-    record->output.reset();
-    record->encoded_output = std::nullopt;
+    if (s.status == TaskStatus::Succeeded) f.output = std::move(record->output.value);
+    record->output = {};
     // A keyed task's record stays while the engine retains the task, so
     // that a resubmitted key gets a handle to its outcome (until Forget).
     if (record->keyed()) {
@@ -396,14 +306,14 @@ void SchedulerCore::State::on(core::Status& s, core::Time now, std::chrono::syst
         // The engine has let go of the pointer (release_users_at_end).
         // The attempt that just ended may still be returning: it holds the
         // record through its context, not through this reference.
-        f.record = release(*record);
+        f.record = admission.release(held(), *record);
     }
 }
 
 void SchedulerCore::State::on(core::Forget& f, core::Time, std::chrono::system_clock::time_point) {
     if (TaskRecord* record = from_user(f.user)) {
         // Released after the mutex, with the step's other work.
-        deferred.emplace_back(UniqueFunction<void()>([ref = release(*record)] {}));
+        deferred.emplace_back(UniqueFunction<void()>([ref = admission.release(held(), *record)] {}));
     }
 }
 
@@ -449,7 +359,7 @@ void SchedulerCore::State::on_wakeup() {
 void SchedulerCore::State::begin_shutdown(std::chrono::nanoseconds grace) {
     if (!shutting_down) log([grace] { logger()->info("shutting down (grace {} ms)", grace.count() / 1000000); });
     shutting_down = true;
-    if (recurring_timer) recurring_timer->disarm();
+    recurring->stop();
     // Waiting submitters try again and fail with ShuttingDown.
     for (PoolRuntime& p : pools)
         while (!p.waiting_submits.empty()) wake_next_submit(p);
@@ -469,25 +379,45 @@ void SchedulerCore::State::check_drained() {
     if (!shutting_down) return;
     if (!finished) {
         if (durable ? !engine.is_handed_over() : engine.live_tasks() != 0) return;
-        if (running_attempts.next != &running_attempts) return arm_abandon();
+        if (launcher.any_running(held())) return arm_abandon();
         finished = true;
         shutdown_sessions();
         armed.reset();
         timer->disarm();
-        abandon_timer->disarm();
-        recurring_timer->disarm();
+        launcher.stop();
+        recurring->stop();
     }
-    if (durable && !durable->lead_ended) {
+    if (durable && !durable->lead_ended(held())) {
         // At the end of this step, after its changes, the store commits what
         // is queued and gives the lead up; its report (on_lost) completes
         // the shutdown.
-        durable->release_due = true;
+        durable->release_after_step(held());
         return;
     }
     if (!drained_sent) {
         drained_sent = true;
         deferred.emplace_back(Drained{});  // after every handle's Finish
     }
+}
+
+// Shutdown waits `abandon_after` for coroutines of attempts the engine has
+// ended (all aborted by now); what ignores cancellation longer is
+// abandoned: it keeps what it uses alive, and its late result is ignored.
+void SchedulerCore::State::arm_abandon() {
+    launcher.arm_abandon(held(), core::add_saturated(clock->now(), options.abandon_after), [w = self] {
+        if (auto core = w.lock()) core->s_->abandon_deaf_attempts();
+    });
+}
+
+void SchedulerCore::State::abandon_deaf_attempts() {
+    Step step(*this);
+    for (const Attempt* a : launcher.abandon_all(held()))
+        log([id = task_id(*a->task), lease = a->lease, pool = a->pool->name, attempt = a->attempt, after = options.abandon_after] {
+            logger()->warn("task {} lease {} (pool \"{}\", attempt {}): the executor ignored cancellation for {} ms; "
+                           "abandoned, its result will be ignored",
+                           id.value, lease.value, *pool, attempt, after.count() / 1000000);
+        });
+    check_drained();
 }
 
 }  // namespace cronoq::detail

@@ -14,136 +14,55 @@
 
 namespace cronoq::detail {
 
-namespace {
-
-std::optional<store::WallTime> wall_of(std::optional<core::Time> t, core::Time now, store::WallTime wall) {
-    if (!t) return std::nullopt;
-    return wall + std::chrono::duration_cast<store::WallTime::duration>(*t - now);
-}
-
-}  // namespace
-
-// ---- writing (mutex held unless said) ---------------------------------------------------
-
-// Off the mutex: the codec is the application's code.
-// With a store, or for a remote pool (whose leases carry these bytes): both
-// use codec<P>, so one encoding serves both.
-SubmitResult<Encoded> SchedulerCore::State::encode(const TaskRequest& r) const {
-    Encoded e;
-    const PoolRuntime* remote = remote_pool_of(r);
-    if (durable) e.wall = clock->system_now();
-    try {
-        e.payload = durable ? durable->codec.encode_payload(r.payload.get()) : remote->def.codec.encode_payload(r.payload.get());
-    } catch (const std::exception& ex) {
-        return {SubmitError::Invalid, std::string("payload: the codec cannot encode it: ") + ex.what()};
-    }
-    if (durable && e.payload.size() > durable->max_value_bytes)
-        return {SubmitError::Invalid, "payload: " + std::to_string(e.payload.size()) +
-                                          " bytes encoded, more than the store accepts (" +
-                                          std::to_string(durable->max_value_bytes) + ")"};
-    if (remote)
-        if (auto problem = lease_too_large(r, *remote, e.payload.size()); !problem.empty())
-            return {SubmitError::Invalid, std::move(problem)};
-    if (durable) e.options = encode_options(r, e.wall);
-    return e;
-}
-
-void SchedulerCore::State::write_admission(TaskId id, const TaskRecord& record, const Encoded& encoded) {
-    if (!durable->writing) return;
-    store::TaskRow row;
-    row.id = id;
-    row.key = record.key();
-    row.pool = *record.pool;
-    row.kind = record.kind;
-    row.status = engine.status(id).value_or(TaskStatus::Ready);
-    row.submitted_at = row.updated_at = encoded.wall;
-    row.options = encoded.options;
-    row.payload = encoded.payload;
-    durable->batch.changes.emplace_back(store::TaskInserted{std::move(row)});
-}
-
-void SchedulerCore::State::write_status(const core::Status& s, TaskRecord& record, core::Time now,
-                                        std::chrono::system_clock::time_point wall) {
-    if (!durable->writing) return;
-    store::TaskTransition t;
-    t.id = s.task;
-    t.status = s.status;
-    t.attempt = s.attempt;
-    t.last_error = s.message;
-    t.updated_at = wall + std::chrono::duration_cast<store::WallTime::duration>(s.at - now);
-    t.run_at = wall_of(s.until, now, wall);
-    if (s.status == TaskStatus::Succeeded && record.output) t.output = record.encoded_output ? *record.encoded_output : std::string();
-    durable->batch.changes.emplace_back(std::move(t));
-}
-
-void SchedulerCore::State::write(store::Change change) {
-    if (durable->writing) durable->batch.changes.push_back(std::move(change));
-}
-
-store::Sequence SchedulerCore::State::enqueue_step() {
-    if (durable->writing && !durable->batch.changes.empty()) {
-        const auto marks = engine.next_ids();
-        // Ids are reserved ahead in blocks, so that a new leader never hands
-        // out one this process may have used.
-        auto& reserved = durable->reserved;
-        if (marks.task >= reserved.task || marks.lease >= reserved.lease) {
-            reserved = {marks.task + Durable::id_block, marks.lease + Durable::id_block};
-            durable->batch.changes.emplace_back(store::HighWaterMarks{reserved.task, reserved.lease});
+// Recovered rows as admit reads them; a row that cannot come back ends
+// failed in the store (unless it ended already), and is named in the log.
+class SchedulerCore::State::RecoveredRows final : public Submissions {
+public:
+    RecoveredRows(State& s, std::vector<Submission>& list, std::chrono::system_clock::time_point wall)
+        : s_(s), list_(list), wall_(wall) {}
+    std::size_t size() const override { return list_.size(); }
+    Submission& at(std::size_t i) override { return list_[i]; }
+    // Only a pool the engine does not know refuses a row before the
+    // engine sees it; what the engine refuses is counted, and logged.
+    // Called by admit, with the engine's mutex held.
+    void result(std::size_t i, Admitted&& r) override CRONOQ_REQUIRES(s_.mu) {
+        const store::TaskRow& row = *list_[i].row;
+        const bool unknown_pool = !r && r.error() == SubmitError::UnknownPool;
+        if (!unknown_pool) ++restored_;
+        if (r) return;
+        if (unknown_pool) {
+            if (!is_terminal(row.status)) s_.fail_recovered(row.id, row.attempt, "unknown pool after restart: " + row.pool, wall_);
+            return;
         }
-        durable->enqueued = durable->journal.enqueue(std::exchange(durable->batch, {}));
+        s_.log([id = row.id, message = r.message()] {
+            logger()->warn("recovery: task {} could not come back: {}", id.value, message);
+        });
     }
-    durable->batch.changes.clear();  // nothing is written once the lead is gone
-    if (durable->release_due && !durable->release_asked) {
-        durable->release_asked = true;
-        durable->journal.release();  // after the step's changes: they commit first
-    }
-    return durable->enqueued;
-}
+    std::size_t restored() const { return restored_; }
 
-void SchedulerCore::State::wait_commit(store::Sequence seq, std::shared_ptr<WaitList> done) {
-    std::lock_guard lock(deliver_mu);
-    if (seq <= durable->committed || durable->lost)
-        done->set();
-    else
-        durable->held.emplace(seq, Ack{std::move(done)});
-}
-
-void SchedulerCore::State::fail_uncommitted(Deferred& d) {
-    if (auto* f = std::get_if<Finish>(&d)) {
-        // Its end was never committed: the store holds it as it was before.
-        const TaskStatus last = is_terminal(f->status) ? TaskStatus::Running : f->status;
-        f->record->finish(last, f->attempt, "leadership lost before this result was committed: " + *durable->lost,
-                          nullptr);
-    } else if (auto* ack = std::get_if<Ack>(&d)) {
-        ack->done->set();  // the waiter sees that its sequence was not committed
-    }
-}
+private:
+    State& s_;
+    std::vector<Submission>& list_;
+    std::chrono::system_clock::time_point wall_;
+    std::size_t restored_ = 0;
+};
 
 // ---- the store's reports (its thread) -----------------------------------------------------
 
 void SchedulerCore::State::on_commit(const store::CommitReport& report) {
     if (report.error) logger()->warn("store: commit failed (retried): {}", report.error->what());
-    std::lock_guard lock(deliver_mu);
-    if (report.committed <= durable->committed) return;
-    durable->committed = report.committed;
-    durable->commit_seen.notify_all();
-    while (!durable->held.empty() && durable->held.begin()->first <= durable->committed) {
-        auto node = durable->held.extract(durable->held.begin());
-        deliver_one(node.mapped());
-    }
+    delivery.committed(report.committed);
 }
 
 void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
     {
         Step step(*this);
-        durable->writing = false;
-        durable->lead_ended = true;
-        durable->batch.changes.clear();
+        durable->end_lead(held());
         if (!shutting_down) {
             // Fenced or failing: stop at once; what the store holds is for the
             // next leader. Running attempts are aborted without a change.
             shutting_down = true;
-            if (recurring_timer) recurring_timer->disarm();
+            recurring->stop();
             for (PoolRuntime& p : pools)
                 while (!p.waiting_submits.empty()) wake_next_submit(p);
             const auto now = clock->now();
@@ -155,30 +74,15 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
     std::vector<std::shared_ptr<TaskRecord>> unfinished;
     {
         Step step(*this);
-        for (RecordLink* l = held_records.next; l != &held_records; l = l->next) {
-            auto& record = static_cast<TaskRecord&>(*l);
-            if (!is_terminal(record.status())) unfinished.push_back(record.engine_ref);
-        }
+        unfinished = admission.unfinished(held());
     }
-    std::vector<Deferred> held;
-    {
-        std::lock_guard lock(deliver_mu);
-        durable->lost = lost.message;
-        durable->commit_seen.notify_all();
-        for (auto& [seq, d] : durable->held) held.push_back(std::move(d));
-        durable->held.clear();
-        for (Deferred& d : held) fail_uncommitted(d);
-        if (!durable->open_error && lost.recovery_error)
-            durable->open_error.emplace(*lost.recovery_error, lost.message);
-        else if (!durable->open_error && lost.reason != store::LostReason::Released)
-            durable->open_error.emplace(StoreErrorKind::Fenced, "leadership lost: " + lost.message);
-    }
+    delivery.lead_lost(lost);
     const std::string why = lost.reason == store::LostReason::Released
                                 ? "the scheduler shut down; the task stays in the store for the next leader"
                                 : "leadership lost: " + lost.message + "; the task stays in the store for the next leader";
     for (auto& record : unfinished) record->finish(record->status(), 0, std::string(why), nullptr);
-    durable->leading->set();  // an open() still waiting learns it will not lead
-    durable->lost_waits->set();
+    durable->leading()->set();  // an open() still waiting learns it will not lead
+    durable->lost_waits()->set();
     Step step(*this);
     check_drained();  // a shutdown that waited for the hand-over ends now
 }
@@ -186,25 +90,44 @@ void SchedulerCore::State::on_lost(const store::LeadershipLost& lost) {
 void SchedulerCore::State::on_leading(store::Recovered recovered) {
     {
         Step step(*this);
-        durable->writing = true;
+        durable->start_writing(held());
         const auto now = clock->now();
         recover(recovered, now, clock->system_now());
         recover_schedules(recovered.recurring);
         apply(now);
         rearm_recurring();
     }
-    durable->leading->set();
+    durable->leading()->set();
 }
 
 void SchedulerCore::State::recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall) {
     start_fresh_engine(recovered.marks);
-    std::vector<core::RestoredTask> tasks;
-    std::vector<std::shared_ptr<TaskRecord>> records;
     for (const store::UnreadableRow& row : recovered.unreadable)
         fail_recovered(row.id, row.attempt, "decode: " + row.why, wall);
-    for (store::TaskRow& row : recovered.tasks) rebuild_recovered(row, now, wall, tasks, records);
-    const std::size_t restored = restore_recovered(tasks, records, now);
-    log([n = restored, marks = recovered.marks, epoch = recovered.epoch] {
+    // Each row comes back through the one admission entry, as a submission
+    // whose bytes are the row's (a remote pool's leases carry them).
+    std::vector<TaskRequest> requests;
+    std::vector<const store::TaskRow*> rows;
+    requests.reserve(recovered.tasks.size());
+    for (const store::TaskRow& row : recovered.tasks) {
+        try {
+            requests.push_back(encoder.decode(row));
+        } catch (const std::exception& e) {
+            if (!is_terminal(row.status)) fail_recovered(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
+            continue;
+        }
+        rows.push_back(&row);
+    }
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        Submission& s = list.emplace_back(requests[i]);
+        s.encoded = Encoded{rows[i]->payload, {}, wall};
+        s.row = rows[i];
+    }
+    RecoveredRows group(*this, list, wall);
+    admit(group, AdmitMode::Restoring, now);
+    log([n = group.restored(), marks = recovered.marks, epoch = recovered.epoch] {
         logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
     });
 }
@@ -219,87 +142,13 @@ void SchedulerCore::State::start_fresh_engine(const store::HighWaterMarks& marks
     for (const PoolRuntime& p : pools) fresh.add_pool(p.def.engine);
     engine = std::move(fresh);
     set_engine_modes();
-    durable->reserved = {0, 0};  // the first commit reserves a block above them
+    durable->reset_reserved(held());
 }
 
 void SchedulerCore::State::fail_recovered(TaskId id, std::uint32_t attempt, std::string message,
                                           std::chrono::system_clock::time_point wall) {
     log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
-    store::TaskTransition t;
-    t.id = id;
-    t.status = TaskStatus::Failed;
-    t.attempt = attempt;
-    t.last_error = std::move(message);
-    t.updated_at = wall;
-    durable->batch.changes.emplace_back(std::move(t));
-}
-
-void SchedulerCore::State::rebuild_recovered(store::TaskRow& row, core::Time now,
-                                             std::chrono::system_clock::time_point wall,
-                                             std::vector<core::RestoredTask>& tasks,
-                                             std::vector<std::shared_ptr<TaskRecord>>& records) {
-    const auto engine_time = [&](std::optional<store::WallTime> t) -> std::optional<core::Time> {
-        if (!t) return std::nullopt;
-        return core::add_saturated(now, std::chrono::duration_cast<core::Duration>(*t - wall));
-    };
-    TaskRequest r;
-    try {
-        r = decode_options(row.options);
-        r.payload = durable->codec.decode_payload(row.payload);
-    } catch (const std::exception& e) {
-        if (!is_terminal(row.status)) fail_recovered(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
-        return;
-    }
-    r.pool = row.pool;
-    r.kind = row.kind;
-    r.key = row.key;
-    core::TaskSpec spec;
-    if (auto failure = to_spec(r, now, wall, spec)) {
-        if (!is_terminal(row.status))
-            fail_recovered(row.id, row.attempt,
-                           failure->first == SubmitError::UnknownPool ? "unknown pool after restart: " + row.pool
-                                                                      : failure->second,
-                           wall);
-        return;
-    }
-    std::shared_ptr<const void> output;
-    if (row.status == TaskStatus::Succeeded && row.output && durable->codec.decode_output) {
-        try {
-            output = durable->codec.decode_output(*row.output);
-        } catch (const std::exception&) {
-            // The task succeeded; only its kept output is unreadable.
-        }
-    }
-    // A remote pool's leases carry the same codec<P> bytes as the row.
-    auto record = make_record(spec.pool, std::move(r), wall, &row.payload);
-    if (record->keyed()) relative_to_submission(*record->more, row.submitted_at);  // for a retry
-    record->assign_id(row.id);
-    record->set_status(row.status);
-    if (is_terminal(row.status)) record->finish(row.status, row.attempt, std::string(row.last_error), std::move(output));
-    spec.user = to_user(record.get());
-    tasks.push_back(core::RestoredTask{row.id, std::move(spec), row.status, row.attempt, engine_time(row.run_at),
-                                       row.last_error});
-    records.push_back(std::move(record));
-}
-
-std::size_t SchedulerCore::State::restore_recovered(const std::vector<core::RestoredTask>& tasks,
-                                                    std::vector<std::shared_ptr<TaskRecord>>& records, core::Time now) {
-    auto results = engine.restore(tasks, now);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        if (!results[i]) {
-            log([id = tasks[i].id, message = results[i].message()] {
-                logger()->warn("recovery: task {} could not come back: {}", id.value, message);
-            });
-            continue;
-        }
-        hold(records[i]);
-        // As for a task that ends here: a finished one without a key keeps no record.
-        if (is_terminal(tasks[i].status) && !records[i]->keyed()) {
-            engine.release_user(tasks[i].id);
-            release(*records[i]);
-        }
-    }
-    return results.size();
+    durable->write_failed(held(), id, attempt, std::move(message), wall);
 }
 
 void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& rows) {
@@ -307,7 +156,7 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
         // A schedule that cannot come back stays in the store, untouched:
         // a process that declares its pool, or reads its format, may lead
         // later. It is named in the log.
-        const auto skip = [&](const std::string& why) {
+        const auto skip = [&](const std::string& why) CRONOQ_REQUIRES(mu) {
             log([name = row.name, why] { logger()->warn("recovery: recurring \"{}\" not resumed: {}", name, why); });
         };
         try {
@@ -318,7 +167,7 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
                 skip("unknown pool after restart: " + *r.task.pool);
                 continue;
             }
-            r.task.payload = durable->codec.decode_payload(stored.payload);
+            r.task.payload = encoder.decode_payload(stored.payload);
             CronExpr expr = CronExpr::parse(r.cron);
             // From its last occurrence: one missed while no process led is
             // due at once (and fires once), none fires twice.
@@ -328,7 +177,7 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
             schedule.last_fired = row.last_fired;
             schedule.encoded_payload = std::move(stored.payload);
             if (row.last_fired) schedule.last = engine.find_key(occurrence_key(schedule, *row.last_fired));
-            schedules.insert_or_assign(row.name, std::move(schedule));
+            recurring->restore(held(), std::move(schedule));
         } catch (const std::exception& e) {
             skip(std::string("decode: ") + e.what());
         }
@@ -339,57 +188,52 @@ void SchedulerCore::State::recover_schedules(std::vector<store::RecurringRow>& r
 
 asio::awaitable<void> SchedulerCore::open() {
     auto self = shared_from_this();
-    Durable& d = *s_->durable;
+    DurableLink& d = *s_->durable;
     store::LeadHandlers handlers;
     handlers.retention = s_->options.engine.retention;
-    d.link->state = s_.get();  // the journal's thread starts in lead(), below
-    handlers.on_leading = [link = d.link](store::Recovered r) {
+    d.link()->state = s_.get();  // the journal's thread starts in lead(), below
+    handlers.on_leading = [link = d.link()](store::Recovered r) {
         link->with_state([&](State& s) { s.on_leading(std::move(r)); });
     };
-    handlers.on_commit = [link = d.link](const store::CommitReport& report) {
+    handlers.on_commit = [link = d.link()](const store::CommitReport& report) {
         link->with_state([&](State& s) { s.on_commit(report); });
     };
-    handlers.on_lost = [link = d.link](const store::LeadershipLost& lost) {
+    handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
         link->with_state([&](State& s) { s.on_lost(lost); });
     };
-    d.journal.lead(std::move(handlers));
-    auto leading = d.leading;
+    d.journal().lead(std::move(handlers));
+    auto leading = d.leading();
     co_await leading->async_wait(asio::use_awaitable);
-    {
-        std::lock_guard lock(s_->deliver_mu);
-        if (d.open_error) throw *d.open_error;
-    }
+    s_->delivery.throw_open_error();
     // What the recovery wrote (rows it ended Failed, attempts it counted
     // lost) is committed before open returns, so that `find` and the
     // store's rows show it from then on (docs/store.md, "The scheduler
     // with a store"). Nothing to wait for when it wrote nothing.
     const bool committed = co_await s_->commit_enqueued();
-    std::lock_guard lock(s_->deliver_mu);
-    if (d.open_error) throw *d.open_error;
+    s_->delivery.throw_open_error();
     if (!committed)
-        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the recovery was committed: " + d.lost.value_or(""));
+        throw StoreError(StoreErrorKind::Fenced,
+                         "leadership lost before the recovery was committed: " + s_->delivery.lost().value_or(""));
 }
 
 asio::awaitable<void> SchedulerCore::flush() {
     if (!s_->durable) co_return;
     auto self = shared_from_this();
     const bool committed = co_await s_->commit_enqueued();
-    std::lock_guard lock(s_->deliver_mu);
     if (!committed)
-        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->durable->lost.value_or(""));
+        throw StoreError(StoreErrorKind::Fenced, "leadership lost before the commit: " + s_->delivery.lost().value_or(""));
 }
 
 asio::awaitable<bool> SchedulerCore::State::commit_enqueued() {
     store::Sequence seq = 0;
     {
         Read read(*this);
-        seq = durable->enqueued;
+        seq = durable->enqueued(held());
     }
     auto done = WaitList::create();
-    wait_commit(seq, done);
+    delivery.wait_commit(seq, done);
     co_await done->async_wait(asio::use_awaitable);
-    std::lock_guard lock(deliver_mu);
-    co_return seq <= durable->committed;
+    co_return delivery.is_committed(seq);
 }
 
 asio::awaitable<void> SchedulerCore::leadership_lost() {
@@ -401,7 +245,7 @@ asio::awaitable<void> SchedulerCore::leadership_lost() {
         co_await never->async_wait(asio::use_awaitable);
         co_return;
     }
-    auto lost = s_->durable->lost_waits;
+    auto lost = s_->durable->lost_waits();
     co_await lost->async_wait(asio::use_awaitable);
 }
 

@@ -1,169 +1,106 @@
 // The ways a task is submitted (`try_submit`, `submit`, `try_submit_many`,
-// `try_submit_batch`) and the admission under the engine's mutex they
-// share: a request becomes the engine's spec and the driver's record,
-// and the engine's answer becomes a handle (docs/design.md, "Tasks as the
-// application holds them" and "Engine steps").
+// `try_submit_batch`): each makes its submissions, has them encoded before
+// the engine's mutex, and admits them through the one entry, `admit`
+// (submission.hpp; docs/design.md, "One submission path").
 #include <cronoq/detail/scheduler_core.hpp>
 
 #include "scheduler_state.hpp"
 
 #include <asio/use_awaitable.hpp>
 
-#include <algorithm>
-#include <cassert>
 #include <utility>
 
 namespace cronoq::detail {
 
 namespace {
 
-bool needs_wall(const TaskRequest& r) { return r.deadline_at || r.deadline_in || r.start_at; }
+// try_submit_many's tasks without encoding: one submission filled with
+// each task in turn, no array of requests, which at 432 bytes each would be
+// the largest the batch writes. A task with options assigns every field
+// of it; one without sets the payload, pool, kind and priority, and finds
+// the rest at the defaults: submitting such a task moves out only fields
+// that were at their defaults already (a task without options has no key,
+// tags or traceparent), and after a task with options it is reset.
+class TasksInPlace final : public Submissions {
+public:
+    explicit TasksInPlace(ManyTasks& tasks) : tasks_(tasks), s_(request_) {}
+    std::size_t size() const override { return tasks_.size(); }
+    Submission& at(std::size_t i) override {
+        if (i == current_) return s_;
+        current_ = i;
+        TaskState& task = tasks_.task(i);
+        TaskRequest& request = s_.request;
+        if (task.has_more()) {
+            clean_ = false;
+        } else if (!clean_) {
+            request = TaskRequest{};
+            clean_ = true;
+        } else {
+            request.tags.clear();  // moved from: empty, but say so
+        }
+        task.move_into(request);
+        return s_;
+    }
+    void result(std::size_t, Admitted&& r) override { tasks_.result(std::move(r)); }
+
+private:
+    ManyTasks& tasks_;
+    TaskRequest request_;
+    Submission s_;
+    bool clean_ = true;
+    std::size_t current_ = static_cast<std::size_t>(-1);
+};
+
+// Submissions made whole first (to be encoded before the mutex); results
+// handed on as they come, or kept.
+template <class Sink>
+class SubmissionList final : public Submissions {
+public:
+    SubmissionList(std::vector<Submission>& list, Sink sink) : list_(list), sink_(std::move(sink)) {}
+    std::size_t size() const override { return list_.size(); }
+    Submission& at(std::size_t i) override { return list_[i]; }
+    void result(std::size_t i, Admitted&& r) override { sink_(i, std::move(r)); }
+
+private:
+    std::vector<Submission>& list_;
+    Sink sink_;
+};
 
 }  // namespace
 
-// ---- submission (mutex held) ----------------------------------------------------------
-
-// The engine's view of a request, written into `spec` (a default one:
-// what the request leaves empty is not written); wall time maps the time
-// points.
-std::optional<SchedulerCore::State::Failure> SchedulerCore::State::to_spec(const TaskRequest& r, core::Time now,
-                                                                          std::chrono::system_clock::time_point wall,
-                                                                          core::TaskSpec& spec) {
-    if (r.pool) {
-        auto id = engine.find_pool(*r.pool);
-        if (!id) return Failure{SubmitError::UnknownPool, "no pool named \"" + *r.pool + "\""};
-        spec.pool = *id;
-    }
-    const auto engine_time = [&](std::chrono::system_clock::time_point t) {
-        // Saturating: a time point centuries away stays far away.
-        const auto since = [](std::chrono::system_clock::time_point p) {
-            return std::chrono::duration_cast<core::Duration>(p.time_since_epoch()).count();
-        };
-        return core::add_saturated(now, core::Duration(core::sub_saturated(since(t), since(wall))));
-    };
-    spec.priority = r.priority;
-    spec.kind = engine.intern_kind(r.kind);
-    if (r.deadline_at) spec.deadline = engine_time(*r.deadline_at);
-    if (r.deadline_in) spec.deadline = core::add_saturated(now, *r.deadline_in);
-    if (r.start_at) spec.start = engine_time(*r.start_at);
-    if (r.start_in) spec.start = core::add_saturated(now, *r.start_in);
-    spec.start_tolerance = r.start_tolerance;
-    spec.on_miss = r.on_miss;
-    // Most tasks have none of these: no call for an empty one.
-    if (!r.depends_on.empty()) spec.depends_on = r.depends_on;
-    if (!r.resources.empty()) spec.resources = r.resources;
-    spec.duration_hint = r.duration_hint;
-    spec.timeout = r.timeout;
-    spec.retry = r.retry;
-    if (r.key) spec.key = r.key;
-    if (!r.labels.empty()) {  // Task::label keeps names unique; the engine wants them sorted
-        spec.labels.assign(r.labels.begin(), r.labels.end());
-        std::sort(spec.labels.begin(), spec.labels.end());
-    }
-    return std::nullopt;
-}
-
-
-std::shared_ptr<TaskRecord> SchedulerCore::State::make_record(core::PoolId pool_id, TaskRequest&& r,
-                                                              std::chrono::system_clock::time_point wall,
-                                                              const std::string* payload_bytes) {
-    const PoolRuntime& pool = pools[pool_id];
-    auto record = record_blocks.make<TaskRecord>(TaskId{}, self);
-    record->pool = pool.name;
-    if (!r.kind.empty()) record->kind = std::move(r.kind);  // most tasks have none: no call
-    if (!r.traceparent)
-        for (const auto& [k, v] : r.tags)
-            if (k == "traceparent") r.traceparent = v;
-    if (r.deadline_at) record->deadline = r.deadline_at;
-    if (r.deadline_in)
-        record->deadline = std::chrono::system_clock::time_point(
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(core::Duration(core::add_saturated(
-                std::chrono::duration_cast<core::Duration>(wall.time_since_epoch()).count(), r.deadline_in->count()))));
-    record->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
-    record->payload = std::move(r.payload);
-    if (r.key || !r.tags.empty() || r.traceparent) record->more = std::make_unique<TaskRequest>(std::move(r));
-    if (payload_bytes && pool.def.engine.remote) record->remote_payload = std::make_unique<std::string>(*payload_bytes);
-    return record;
-}
-
-std::shared_ptr<HandleState> SchedulerCore::State::admitted(TaskId id, std::shared_ptr<TaskRecord> record,
-                                                             const Encoded* encoded) {
-    // Only a key can name a task admitted before (its holder): without one,
-    // the id is this record's task.
-    if (record->keyed()) {
-        const std::uint64_t user = engine.user(id).value_or(0);
-        if (user != to_user(record.get())) return from_user(user)->engine_ref;  // the key's holder
-    }
-    record->assign_id(id);
-    hold(record);
-    if (encoded && durable) write_admission(id, *record, *encoded);
-    return record;
-}
-
-SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::submit_one(TaskRequest& r, const Encoded* encoded) {
-    const auto now = clock->now();
-    auto handle = admit(r, encoded, now);
-    apply(now);
-    return handle;
-}
-
-SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::State::admit(TaskRequest& r, const Encoded* encoded, core::Time now) {
-    if (shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    // With a store, every caller made the bytes before the mutex (a
-    // recurring occurrence's from its template's, encoded when the schedule
-    // was added): none is encoded here.
-    assert(!durable || encoded);
-    // Wall time matters only to map time points: read it only then.
-    const auto wall = needs_wall(r) ? clock->system_now() : std::chrono::system_clock::time_point{};
-    core::TaskSpec spec;
-    if (auto failure = to_spec(r, now, wall, spec)) return {failure->first, std::move(failure->second)};
-    // The record is made first: the engine carries it from admission on.
-    auto record = make_record(spec.pool, std::move(r), wall, encoded ? &encoded->payload : nullptr);
-    spec.user = to_user(record.get());
-    auto id = engine.submit(spec, now);
-    if (!id) {
-        // Not consumed: a waiting submitter tries again with it.
-        if (record->more) r = std::move(*record->more);
-        r.kind = std::move(record->kind);
-        r.payload = std::move(record->payload);
-        return {id.error(), id.message()};
-    }
-    return admitted(id.value(), std::move(record), encoded);
-}
-
-// ---- entry points ---------------------------------------------------------------------
-
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
-    std::optional<Encoded> encoded;
-    if (s_->needs_encoding(r)) {
-        auto bytes = s_->encode(r);
-        if (!bytes) return {bytes.error(), bytes.message()};
-        encoded.emplace(std::move(bytes).value());
-    }
+    Submission s(r);
+    s.encode_with(s_->encoder);
+    OneSubmission one(s);
     State::Step step(*s_);
-    return s_->submit_one(r, encoded ? &*encoded : nullptr);
+    const auto now = s_->clock->now();
+    s_->admit(one, AdmitMode::Each, now);
+    s_->apply(now);
+    return std::move(one).take();
 }
 
 asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest r) {
     auto self = shared_from_this();
     State& s = *s_;
-    std::optional<Encoded> encoded;
-    if (s.needs_encoding(r)) {
-        auto bytes = s.encode(r);
-        if (!bytes) throw SubmitException(bytes.error(), bytes.message());
-        encoded.emplace(std::move(bytes).value());
-    }
+    Submission submission(r);
+    submission.encode_with(s.encoder);
+    if (submission.refused) throw SubmitException(submission.refused->first, submission.refused->second);
     std::shared_ptr<WaitList> turn;  // set when it is this submitter's turn
     std::shared_ptr<HandleState> handle;
     for (;;) {
         {
             State::Step step(s);
-            const auto pool_id = r.pool ? s.engine.find_pool(*r.pool) : std::optional<core::PoolId>(0);
+            const TaskRequest& request = submission.request;
+            const auto pool_id = request.pool ? s.engine.find_pool(*request.pool) : std::optional<core::PoolId>(0);
             PoolRuntime* pool = pool_id ? &s.pools[*pool_id] : nullptr;
             // FIFO: a newcomer queues behind submitters already waiting.
             const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutting_down;
             if (!queue_first) {
-                auto result = s.submit_one(r, encoded ? &*encoded : nullptr);
+                OneSubmission one(submission);
+                const auto now = s.clock->now();
+                s.admit(one, AdmitMode::Each, now);
+                s.apply(now);
+                auto result = std::move(one).take();
                 const bool waits = !result && result.error() == SubmitError::Full && pool &&
                                    pool->def.engine.overflow == OverflowPolicy::Wait;
                 if (!waits) {
@@ -206,106 +143,59 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
     co_return handle;
 }
 
-namespace {
-
-// Each request admitted or rejected on its own, in one step: `request(i)`
-// is request `i` (consumed only when admitted).
-template <class Request>
-void submit_each(SchedulerCore::State& s, std::size_t n, Request&& request, SchedulerCore::ResultSink sink, void* results) {
-    // With a store or a remote pool, each request's bytes are made before
-    // the engine's mutex; without either, no request needs them and no
-    // array for them is made.
-    std::vector<std::optional<SubmitResult<Encoded>>> encoded;
-    if (s.durable || s.any_remote) {
-        encoded.resize(n);
-        for (std::size_t i = 0; i < n; ++i)
-            if (s.needs_encoding(request(i))) encoded[i].emplace(s.encode(request(i)));
-    }
-    SchedulerCore::State::Step step(s);
+void SchedulerCore::try_submit_many(ManyTasks& tasks) {
+    State& s = *s_;
     // One instant for the whole batch, and its actions applied once: a
     // clock read and a pass over the engine's actions are needed once per
     // batch, not once per task.
+    if (!s.encoder.needs_any()) {
+        TasksInPlace in_place(tasks);
+        State::Step step(s);
+        const auto now = s.clock->now();
+        s.admit(in_place, AdmitMode::Each, now);
+        s.apply(now);
+        return;
+    }
+    // With a store or a remote pool, each request's bytes are made before
+    // the engine's mutex: every request is made whole first.
+    std::vector<TaskRequest> requests(tasks.size());
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        requests[i] = std::move(tasks.task(i));
+        list.emplace_back(requests[i]).encode_with(s.encoder);
+    }
+    auto sink = [&tasks](std::size_t, Admitted&& r) { tasks.result(std::move(r)); };
+    SubmissionList<decltype(sink)> group(list, sink);
+    State::Step step(s);
     const auto now = s.clock->now();
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto* bytes = encoded.empty() || !encoded[i] ? nullptr : &*encoded[i];
-        if (bytes && !*bytes) {
-            sink(results, SubmitResult<std::shared_ptr<HandleState>>(bytes->error(), bytes->message()));
-            continue;
-        }
-        sink(results, s.admit(request(i), bytes ? &bytes->value() : nullptr, now));
-    }
+    s.admit(group, AdmitMode::Each, now);
     s.apply(now);
-}
-
-}  // namespace
-
-void SchedulerCore::try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results) {
-    if (s_->durable || s_->any_remote) {
-        // Encoded before the mutex: every request is made whole first.
-        std::vector<TaskRequest> requests;
-        requests.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) requests.push_back(std::move(at(tasks, i)));
-        return submit_each(*s_, n, [&](std::size_t i) -> TaskRequest& { return requests[i]; }, sink, results);
-    }
-    // Without encoding, one request is filled with each task in turn: no
-    // array of requests, which at 432 bytes each would be the largest the
-    // batch writes. A task with options assigns every field of it; one
-    // without sets the payload, pool, kind and priority, and finds the rest
-    // at the defaults: submitting such a task moves out only fields that
-    // were at their defaults already (a task without options has no key,
-    // tags or traceparent), and after a task with options it is reset.
-    TaskRequest request;
-    bool clean = true;
-    std::size_t current = n;
-    const auto request_of = [&](std::size_t i) -> TaskRequest& {
-        if (i == current) return request;
-        current = i;
-        TaskState& task = at(tasks, i);
-        if (task.has_more()) {
-            clean = false;
-        } else if (!clean) {
-            request = TaskRequest{};
-            clean = true;
-        } else {
-            request.tags.clear();  // moved from: empty, but say so
-        }
-        task.move_into(request);
-        return request;
-    };
-    submit_each(*s_, n, request_of, sink, results);
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
     State& s = *s_;
-    std::vector<std::optional<Encoded>> encoded(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        if (!s.needs_encoding(requests[i])) continue;
-        auto bytes = s.encode(requests[i]);
-        if (!bytes) return {bytes.error(), "task " + std::to_string(i) + ": " + bytes.message()};
-        encoded[i].emplace(std::move(bytes).value());
-    }
-    State::Step step(s);
-    if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
-    const auto now = s.clock->now();
-    const bool any_wall = std::any_of(requests.begin(), requests.end(), needs_wall);
-    const auto wall = any_wall ? s.clock->system_now() : std::chrono::system_clock::time_point{};
-    std::vector<core::TaskSpec> specs(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i)
-        if (auto failure = s.to_spec(requests[i], now, wall, specs[i]))
-            return {failure->first, "task " + std::to_string(i) + ": " + failure->second};
-    std::vector<std::shared_ptr<TaskRecord>> records;
-    records.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        records.push_back(s.make_record(specs[i].pool, std::move(requests[i]), wall, encoded[i] ? &encoded[i]->payload : nullptr));
-        specs[i].user = to_user(records.back().get());
-    }
-    auto ids = s.engine.submit_batch(specs, now);
-    if (!ids) return {ids.error(), ids.message()};
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (TaskRequest& r : requests) list.emplace_back(r).encode_with(s.encoder);
     std::vector<std::shared_ptr<HandleState>> handles;
-    handles.reserve(requests.size());
-    for (std::size_t i = 0; i < requests.size(); ++i)
-        handles.push_back(s.admitted(ids.value()[i], std::move(records[i]), encoded[i] ? &*encoded[i] : nullptr));
-    s.apply(now);
+    handles.reserve(list.size());
+    std::optional<Admitted> refused;
+    auto sink = [&](std::size_t, Admitted&& r) {
+        if (r)
+            handles.push_back(std::move(r).value());
+        else if (!refused)
+            refused.emplace(std::move(r));
+    };
+    SubmissionList<decltype(sink)> group(list, sink);
+    {
+        State::Step step(s);
+        if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+        const auto now = s.clock->now();
+        s.admit(group, AdmitMode::All, now);
+        s.apply(now);
+    }
+    if (refused) return {refused->error(), refused->message()};
     return handles;
 }
 

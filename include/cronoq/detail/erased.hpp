@@ -91,20 +91,29 @@ private:
     std::unique_ptr<T> p_;
 };
 
-/// What one attempt produced: an output (null for `void`) or an error.
-struct AttemptOutput {
+/// A task's output, in one piece from the attempt to its handle and its
+/// stored row: the value (null for `void`) and, with a store, the bytes
+/// codec<O> made of it (a remote worker's bytes as they came).
+struct OutputValue {
     ErasedValue value;
+    Boxed<std::string> bytes;
+};
+
+/// What one attempt produced: an output or an error.
+struct AttemptOutput {
+    OutputValue output;
     Boxed<TaskError> error;
-    Boxed<std::string> encoded;  ///< with a store: `value` through codec<O> (a remote worker's bytes as they came)
+
+    static AttemptOutput failed(TaskError e) { return AttemptOutput{{}, std::move(e)}; }
 };
 
 template <class O>
 AttemptOutput erase_result(Result<O>&& r) {
-    if (!r.has_value()) return {nullptr, r.error(), std::nullopt};
+    if (!r.has_value()) return AttemptOutput::failed(r.error());
     if constexpr (std::is_void_v<O>)
         return {};
     else
-        return {ErasedValue::make(std::move(r).value()), std::nullopt, std::nullopt};
+        return {{ErasedValue::make(std::move(r).value()), std::nullopt}, std::nullopt};
 }
 
 class SchedulerCore;

@@ -55,6 +55,22 @@ struct SchedulerOptions {
     ErasedCodec codec;
 };
 
+/// The tasks of one `try_submit_many`, as the typed shell holds them: read
+/// in place (each task's state is consumed when its task is admitted), and
+/// where each result goes, in the order of the tasks.
+class ManyTasks {
+public:
+    virtual std::size_t size() const = 0;
+    virtual TaskState& task(std::size_t i) = 0;
+    virtual void result(SubmitResult<std::shared_ptr<HandleState>>&& r) = 0;
+
+protected:
+    ManyTasks() = default;
+    ManyTasks(const ManyTasks&) = default;
+    ManyTasks& operator=(const ManyTasks&) = default;
+    ~ManyTasks() = default;
+};
+
 class SchedulerCore : public std::enable_shared_from_this<SchedulerCore> {
 public:
     /// Validates everything first; throws ConfigError naming the field.
@@ -66,14 +82,12 @@ public:
     /// As try_submit, but waits in FIFO order for room under
     /// OverflowPolicy::Wait; throws SubmitException on an error.
     asio::awaitable<std::shared_ptr<HandleState>> submit(TaskRequest request);
-    /// Each of the typed shell's `n` tasks admitted or rejected on its own,
+    /// Each of the typed shell's tasks admitted or rejected on its own,
     /// under one acquisition of the engine, with no vector of requests or
     /// results in between (a batch of 100 000 would write two more arrays
-    /// of that size): `at(tasks, i)` is task `i`'s state (consumed), each
-    /// result goes to `sink(results, ...)` in order.
-    using RequestAt = TaskState& (*)(void* tasks, std::size_t i);
-    using ResultSink = void (*)(void* results, SubmitResult<std::shared_ptr<HandleState>>&& result);
-    void try_submit_many(std::size_t n, RequestAt at, void* tasks, ResultSink sink, void* results);
+    /// of that size): the tasks are read in place, each result handed on
+    /// in order (`ManyTasks`).
+    void try_submit_many(ManyTasks& tasks);
     /// All or nothing; handles in the order of `requests`.
     SubmitResult<std::vector<std::shared_ptr<HandleState>>> try_submit_batch(std::vector<TaskRequest> requests);
     /// Adds or replaces the schedule named `request.name`. Throws

@@ -1,5 +1,7 @@
 #pragma once
 // A mutex for the driver's short critical sections.
+#include <cronoq/detail/thread_safety.hpp>
+
 #include <atomic>
 #include <cstdint>
 
@@ -17,18 +19,18 @@ namespace cronoq::detail {
 /// same instructions as acquire and release), so that a caller may pair
 /// an unlock or a try_lock with a sequentially consistent flag of its own
 /// instead of a fence: the driver's inbox does (scheduler_step.cpp).
-class LightMutex {
+class CRONOQ_CAPABILITY("mutex") LightMutex {
 public:
-    void lock() noexcept {
+    void lock() noexcept CRONOQ_ACQUIRE() {
         std::uint32_t seen = unlocked;
         if (!state_.compare_exchange_strong(seen, locked, std::memory_order_seq_cst))
             lock_contended(seen);
     }
-    bool try_lock() noexcept {
+    bool try_lock() noexcept CRONOQ_TRY_ACQUIRE(true) {
         std::uint32_t seen = unlocked;
         return state_.compare_exchange_strong(seen, locked, std::memory_order_seq_cst);
     }
-    void unlock() noexcept {
+    void unlock() noexcept CRONOQ_RELEASE() {
         if (state_.exchange(unlocked, std::memory_order_seq_cst) == contended) state_.notify_one();
     }
 
