@@ -344,7 +344,10 @@ TEST(DurableScheduler, SnapshotShowsTheStoresCommitFigures) {
     const Snapshot snap = sched.scheduler().snapshot();
     ASSERT_TRUE(snap.store.has_value());
     EXPECT_GE(snap.store->commits, 5u);  // each acknowledged submission waited for a commit
-    EXPECT_GE(snap.store->changes_committed, 10u);  // 5 admissions, 5 successes at least
+    // At least one row per task: a commit writes the net changes of its
+    // batches, so a task admitted and ended in one commit is one change
+    // (docs/store.md, "Net changes").
+    EXPECT_GE(snap.store->changes_committed, 5u);
     EXPECT_GT(snap.store->mean_batch_size, 0.0);
     EXPECT_GT(snap.store->commit_latency_p99.count(), 0);
     EXPECT_GE(snap.store->commit_latency_p99, snap.store->commit_latency_p50);
