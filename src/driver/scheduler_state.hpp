@@ -130,7 +130,8 @@ struct SchedulerCore::State {
 
     // ---- steps -------------------------------------------------------------------
     /// Holds the engine for one step; on the way out serves the inbox,
-    /// releases the mutex and delivers what the step deferred.
+    /// releases the mutex and delivers what the step deferred
+    /// (StepPipeline::end_step, step_pipeline.hpp).
     class CRONOQ_SCOPED_CAPABILITY Step {
     public:
         explicit Step(State& s) CRONOQ_ACQUIRE(s.mu) CRONOQ_NO_THREAD_SAFETY_ANALYSIS : s_(s), lock_(s.mu) {}
@@ -146,7 +147,7 @@ struct SchedulerCore::State {
     /// A reader holds the mutex like a step, so an attempt's end posted
     /// meanwhile is left to it as to a step: on the way out it serves that
     /// end (as a step), else the end would wait for a next step that may
-    /// never come, and its handle never complete.
+    /// never come, and its handle never complete (StepPipeline::end_read).
     class CRONOQ_SCOPED_CAPABILITY Read {
     public:
         explicit Read(State& s) CRONOQ_ACQUIRE(s.mu) CRONOQ_NO_THREAD_SAFETY_ANALYSIS : s_(s), lock_(s.mu) {}
