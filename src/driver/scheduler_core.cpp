@@ -11,7 +11,10 @@
 
 #include "runtime/asio_internals.hpp"
 #include "event_queue.hpp"
+#include "actions.hpp"
+#include "shutdown.hpp"
 #include "scheduler_state.hpp"
+#include "timers.hpp"
 
 #include <asio/io_context.hpp>
 #include <asio/strand.hpp>
@@ -58,11 +61,6 @@ void validate(const PoolDefinition& d) {
 bool runs_on_one_thread(asio::io_context& io) { return asio_internals::concurrency_hint(io) == 1; }
 
 }  // namespace
-
-std::optional<TaskId> SchedulerCore::State::resolve(const TaskRef& ref) const {
-    if (ref.id) return ref.id;
-    return ref.key ? engine.find_key(*ref.key) : std::nullopt;
-}
 
 // ---- SchedulerCore --------------------------------------------------------------------
 
@@ -115,10 +113,7 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
     core->s_->recurring = std::make_unique<RecurringTable>(core->s_->clock->make_timer(executor), [w = core->s_->self] {
-        if (auto c = w.lock()) {
-            State::Step step(*c->s_);
-            c->s_->on_recurring_due();
-        }
+        if (auto c = w.lock()) Timers(*c->s_).on_recurring_due();
     });
     // Before anything can happen: a subscription from the builder sees
     // every event, recovery included.
@@ -137,7 +132,7 @@ void SchedulerCore::set_rate(std::string_view bucket, double rate_per_s) {
         State::Step step(*s_);
         const auto now = s_->clock->now();
         problem = s_->engine.set_rate(bucket, rate_per_s, now);
-        s_->apply(now);
+        Actions(*s_).apply(s_->held(), now);
     }
     if (problem) throw ConfigError("set_rate: " + *problem);
 }
@@ -148,7 +143,7 @@ bool SchedulerCore::cancel(const TaskRef& ref) {
     if (!task) return false;
     const auto now = s_->clock->now();
     const bool cancelled = s_->engine.cancel(*task, now);
-    s_->apply(now);
+    Actions(*s_).apply(s_->held(), now);
     return cancelled;
 }
 
@@ -162,7 +157,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
     auto self = shared_from_this();
     {
         State::Step step(*s_);
-        s_->begin_shutdown(grace);
+        Shutdown(*s_).begin(s_->held(), grace);
     }
     auto drained = s_->delivery.drained();
     co_await drained->async_wait(asio::use_awaitable);
@@ -170,7 +165,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
 
 void SchedulerCore::shutdown_now() {
     State::Step step(*s_);
-    s_->begin_shutdown(std::chrono::nanoseconds(0));
+    Shutdown(*s_).begin(s_->held(), std::chrono::nanoseconds(0));
 }
 
 std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
@@ -213,7 +208,7 @@ void SchedulerCore::heartbeat(LeaseId lease) {
     State::Step step(*s_);
     const auto now = s_->clock->now();
     s_->engine.heartbeat(lease, now);
-    s_->apply(now);  // what came due on the way
+    Actions(*s_).apply(s_->held(), now);  // what came due on the way
 }
 
 std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool) const {

@@ -3,7 +3,9 @@
 
 #include <cronoq/logging.hpp>
 
+#include "actions.hpp"
 #include "scheduler_state.hpp"
+#include "step_pipeline.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -39,7 +41,7 @@ public:
             s.log([name = std::move(reg.name), pool = reg.pool, id, slots = grant.slots] {
                 logger()->debug("pool \"{}\": worker {} (\"{}\") connected with {} slot(s)", pool, id.value, name, slots);
             });
-        s.apply(now);  // its first leases, sent when the step ends
+        Actions(s).apply(s.held(), now);  // its first leases, sent when the step ends
         return grant;
     }
 
@@ -49,7 +51,7 @@ public:
         SchedulerCore::State::Step step(*s_);
         const auto now = s_->clock->now();
         const std::size_t granted = s_->engine.set_worker_slots(worker, slots, now);
-        s_->apply(now);
+        Actions(*s_).apply(s_->held(), now);
         return granted;
     }
 
@@ -58,7 +60,7 @@ public:
         if (!core) return;
         RemoteEnd end{worker, report.lease, RemoteEnd::Kind::Ended, {}, {}};
         std::visit([&](auto& what) { fill(end, worker, what); }, report.what);
-        s_->post_remote(std::move(end));
+        StepPipeline(*s_).post_remote(std::move(end));
     }
 
     void disconnect(WorkerId worker) override {
@@ -69,7 +71,7 @@ public:
         // Out of the engine first: the aborts of its leases find no session.
         s_->remote.disconnect(worker);
         s_->engine.disconnect_worker(worker, now);
-        s_->apply(now);
+        Actions(*s_).apply(s_->held(), now);
     }
 
     void limit_lease(std::size_t max_message_bytes) override {
@@ -117,6 +119,10 @@ private:
 
 std::shared_ptr<RemoteHost> make_scheduler_host(std::weak_ptr<SchedulerCore> core, SchedulerCore::State* state) {
     return std::make_shared<SchedulerHost>(std::move(core), state);
+}
+
+std::shared_ptr<RemoteHost> SchedulerCore::remote_host() {
+    return s_->remote.host([this] { return make_scheduler_host(weak_from_this(), s_.get()); });
 }
 
 }  // namespace cronoq::detail

@@ -16,34 +16,6 @@ bool retryable(TaskStatus s) {
 
 }  // namespace
 
-std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::TaskRow& row) const {
-    auto record = std::make_shared<TaskRecord>(row.id, self);
-    record->pool = std::make_shared<const std::string>(row.pool);
-    record->kind = row.kind;
-    if (row.key) record->request().key = row.key;
-    record->finish(row.status, row.attempt, std::string(row.last_error), encoder.decode_output(row));
-    return record;
-}
-
-// A retry is admitted in place of the ended task `old`: its dependencies
-// were met when it ran (a task whose edge broke ends Skipped, which is not
-// retried), so the new task waits for none of them. Encoded here, under the
-// mutex, as the old task's options are read under it: the payload is one the
-// codec encoded before.
-std::shared_ptr<HandleState> SchedulerCore::State::resubmit(TaskId old, TaskRequest&& r) {
-    r.depends_on.clear();
-    Submission s(r);
-    s.replaces = old;
-    if (durable) s.encode_with(encoder);
-    OneSubmission one(s);
-    const auto now = clock->now();
-    admit(one, AdmitMode::Replacing, now);
-    apply(now);
-    auto handle = std::move(one).take();
-    if (!handle) throw SubmitException(handle.error(), handle.message());
-    return std::move(handle).value();
-}
-
 std::shared_ptr<HandleState> SchedulerCore::find(const TaskRef& ref) const {
     store::Sequence pending = 0;  // the commit that carries what the engine knows
     {

@@ -10,6 +10,7 @@
 #include "recurring_definition.hpp"
 #include "scheduler_state.hpp"
 #include "task_options.hpp"
+#include "timers.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -42,62 +43,15 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
     const std::string name = r.name;
     s_->recurring->put(s_->held(), std::move(r), *expr, std::move(payload), s_->clock->system_now());
     if (s_->durable) s_->durable->write(s_->held(), store::RecurringPut{name, std::move(definition)});
-    s_->rearm_recurring();
+    Timers(*s_).rearm_recurring(s_->held());
 }
 
 bool SchedulerCore::remove_recurring(std::string_view name) {
     State::Step step(*s_);
     if (!s_->recurring->remove(s_->held(), name)) return false;
     if (s_->durable) s_->durable->write(s_->held(), store::RecurringRemoved{std::string(name)});
-    s_->rearm_recurring();
+    Timers(*s_).rearm_recurring(s_->held());
     return true;
-}
-
-// ---- recurring schedules (mutex held) -----------------------------------------------------
-
-void SchedulerCore::State::on_recurring_due() {
-    if (shutting_down) return;
-    const auto now = clock->now();
-    const auto wall = clock->system_now();
-    // Admitting an occurrence changes no schedule but its own `last`.
-    for (const RecurringTable::Due& due : recurring->take_due(held(), wall, now)) fire(*due.schedule, due.at, now, wall);
-    rearm_recurring();
-}
-
-void SchedulerCore::State::fire(Schedule& s, std::chrono::system_clock::time_point at, core::Time now,
-                                std::chrono::system_clock::time_point wall) {
-    const std::string& name = s.request.name;
-    // In the step's batch with the occurrence's row: a new leader either
-    // sees both (and fires neither again) or neither (and fires it).
-    if (durable) durable->write(held(), store::RecurringFired{name, at});
-    const std::optional<TaskStatus> previous = s.last ? engine.status(*s.last) : std::nullopt;
-    auto request = occurrence(s, at, previous);
-    if (!request) {
-        if (debug_logging)
-            log([name = name, at] {
-                logger()->debug("recurring \"{}\": no occurrence at {} (overlap policy)", name, utc_rfc3339(at));
-            });
-        return;
-    }
-    // The occurrence's bytes: the template's payload, encoded when the
-    // schedule was added, and its own options (no application code).
-    Submission submission(*request);
-    if (durable) submission.encoded = encoder.with_payload(s.encoded_payload, submission.request, wall);
-    OneSubmission one(submission);
-    admit(one, AdmitMode::Each, now);
-    apply(now);
-    auto handle = std::move(one).take();
-    if (handle)
-        s.last = handle.value()->id();
-    else
-        log([name = name, at, message = handle.message()] {
-            logger()->warn("recurring \"{}\": occurrence at {} not submitted: {}", name, utc_rfc3339(at), message);
-        });
-}
-
-void SchedulerCore::State::rearm_recurring() {
-    if (finished) return;
-    recurring->rearm(held(), clock->system_now(), clock->now(), shutting_down);
 }
 
 }  // namespace cronoq::detail

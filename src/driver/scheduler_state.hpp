@@ -1,21 +1,12 @@
 #pragma once
-// The driver core's state and its step pipeline (docs/design.md).
-//
-// Engine steps: every call that changes the engine runs inside a `Step`,
-// which holds the engine's mutex; a call that only reads the engine holds
-// it in a `Read`. An attempt's end takes the mutex only if it is free;
-// otherwise it goes to an inbox that the holder, step or reader, serves
-// when letting go, so one acquisition serves many reports.
-//
-// Under the mutex the driver only calls the engine and does its own cheap
-// bookkeeping (aborting an attempt is a post). Attempts dispatched in a
-// step start after it, free of every lock: on a thread that runs their
-// executor they start at once, otherwise they are posted. What touches
-// waiters or the application — completing handles, publishing events,
-// logging, waking the shutdown — is collected as `Deferred` work and done
-// after the mutex is released, still in the engine's order: the next step
-// cannot deliver before the previous one has (a second mutex, taken before
-// the engine's is released).
+// The driver core's state: the wiring of the driver's components
+// (docs/design.md, the driver). It owns the engine and its mutex, the
+// buffers a step fills, the scheduler's mode, and the components; the
+// behaviour is theirs: the step pipeline (step_pipeline.hpp), the engine's
+// actions (actions.hpp), timers (timers.hpp), recovery (recovery.hpp),
+// shutdown (shutdown.hpp), admission, attempts, the store, remote workers
+// and recurring schedules (their headers, below). Its own methods
+// (scheduler_state.cpp) are its construction and the one admission entry.
 #include <cronoq/clock.hpp>
 #include <cronoq/core/engine.hpp>
 #include <cronoq/detail/erased.hpp>
@@ -78,6 +69,10 @@ struct SchedulerCore::State {
     core::Engine& unshared_engine() CRONOQ_NO_THREAD_SAFETY_ANALYSIS { return engine; }
     /// The proof of holding the engine's mutex that components take.
     EngineHeld held() const CRONOQ_REQUIRES(mu) { return EngineHeld{}; }
+    /// A component's entry point, given that proof, tells the analysis the
+    /// mutex is held: it cannot see that the component's `State&` is the
+    /// caller's (engine_mutex.hpp), but the proof is made only under it.
+    void holding(const EngineHeld&) const CRONOQ_ASSERT_CAPABILITY(mu) {}
     /// The state of `core` (a nested type reaches its private member).
     static State& of(SchedulerCore& core) { return *core.s_; }
 
@@ -135,7 +130,8 @@ struct SchedulerCore::State {
 
     // ---- steps -------------------------------------------------------------------
     /// Holds the engine for one step; on the way out serves the inbox,
-    /// releases the mutex and delivers what the step deferred.
+    /// releases the mutex and delivers what the step deferred
+    /// (StepPipeline::end_step, step_pipeline.hpp).
     class CRONOQ_SCOPED_CAPABILITY Step {
     public:
         explicit Step(State& s) CRONOQ_ACQUIRE(s.mu) CRONOQ_NO_THREAD_SAFETY_ANALYSIS : s_(s), lock_(s.mu) {}
@@ -151,11 +147,11 @@ struct SchedulerCore::State {
     /// A reader holds the mutex like a step, so an attempt's end posted
     /// meanwhile is left to it as to a step: on the way out it serves that
     /// end (as a step), else the end would wait for a next step that may
-    /// never come, and its handle never complete.
+    /// never come, and its handle never complete (StepPipeline::end_read).
     class CRONOQ_SCOPED_CAPABILITY Read {
     public:
         explicit Read(State& s) CRONOQ_ACQUIRE(s.mu) CRONOQ_NO_THREAD_SAFETY_ANALYSIS : s_(s), lock_(s.mu) {}
-        ~Read() CRONOQ_RELEASE() CRONOQ_NO_THREAD_SAFETY_ANALYSIS { s_.end_read(lock_); }
+        ~Read() CRONOQ_RELEASE() CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
         Read(const Read&) = delete;
         Read& operator=(const Read&) = delete;
 
@@ -163,49 +159,15 @@ struct SchedulerCore::State {
         State& s_;
         std::unique_lock<EngineMutex> lock_;
     };
-    /// Ends a step: with `lock` held, serves the inbox and collects the
-    /// deferred work; then releases it and delivers that work in order.
-    void end_step(std::unique_lock<EngineMutex>& lock) CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
-    /// Ends a read: releases `lock`, then serves an end posted meanwhile.
-    void end_read(std::unique_lock<EngineMutex>& lock) CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
-    /// Queues an attempt's end; served by whichever step comes next, at
-    /// once if nobody holds the engine.
-    void post_end(AttemptEnd&& end);
-    /// The same for several ends at once; leaves `batch` empty.
-    void post_ends(std::vector<AttemptEnd>& batch);
-    /// The same for a remote worker's report.
-    void post_remote(RemoteEnd end);
-    /// What the three above share: `put(ends, remote_ends)` moves the
-    /// report(s) into the vectors it is given (scheduler_step.cpp).
-    template <class Put>
-    void offer(Put&& put) CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
-    /// Mutex held: applies one remote report to the engine.
-    void serve_remote(RemoteEnd& end, core::Time now) CRONOQ_REQUIRES(mu);
-    /// Mutex held: a lease for a remote worker; sent after the mutex.
-    void dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime& pool) CRONOQ_REQUIRES(mu);
-    /// Mutex held: an abandoned remote lease; the worker is told after the mutex.
-    void abort_remote(const core::Abort& a, std::shared_ptr<Attempt> attempt) CRONOQ_REQUIRES(mu);
-    /// Mutex held, at the end of a shutdown: every worker is told.
-    void shutdown_sessions() CRONOQ_REQUIRES(mu);
-
-    // ---- actions (mutex held) ------------------------------------------------------
-    void apply(core::Time now) CRONOQ_REQUIRES(mu);
-    void on(core::Dispatch& d, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    void on(core::Abort& a, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    void on(core::Status& s, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    void on(core::Forget& f, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    void on(core::ScaleTo& s, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    void on(core::SpaceAvailable& s, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    void on(core::AskScaler& q, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    /// No mutex: calls the pool's user scaler, then answers the engine.
-    void ask_scaler(core::PoolId pool, const ScalerInput& question);
-    void wake_next_submit(PoolRuntime& pool) CRONOQ_REQUIRES(mu);
-    void serve_ends(core::Time now) CRONOQ_REQUIRES(mu);
+    // Their ends, the inbox and what is delivered after the mutex:
+    // step_pipeline.hpp (StepPipeline).
+    /// A log line, written after the mutex with the step's other work.
     void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { deferred.emplace_back(std::move(line)); }
+    // ---- the engine's actions: actions.hpp (Actions) ---------------------------------
     // ---- admission (mutex held) -----------------------------------------------------
     /// The one admission entry (admission.hpp): every way in admits its
     /// submissions here, at `now`, leaving the engine's actions to the
-    /// caller's apply(now). Refused while shutting down (but a recovery).
+    /// caller's Actions::apply(now). Refused while shutting down (but a recovery).
     void admit(Submissions& group, AdmitMode mode, core::Time now) CRONOQ_REQUIRES(mu);
     std::optional<TaskId> resolve(const TaskRef& ref) const CRONOQ_REQUIRES(mu);
     /// Admits `r` as a new task in place of the ended task `old`
@@ -216,43 +178,14 @@ struct SchedulerCore::State {
     /// its committed row (terminal).
     std::shared_ptr<HandleState> stored_handle(const store::TaskRow& row) const;
 
-    // ---- the store (scheduler_store.cpp) ----------------------------------------------
-    /// The store's reports, on its thread.
-    void on_leading(store::Recovered recovered);
-    void on_commit(const store::CommitReport& report);
-    void on_lost(const store::LeadershipLost& lost);
-    /// Mutex held: brings back what the store holds (docs/guide/durability.md "Recovery").
-    void recover(store::Recovered& recovered, core::Time now, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    /// The steps of recover(): an engine whose ids start above the marks; a
-    /// task that cannot come back ends failed in the store; a row becomes a
-    /// task through admit (AdmitMode::Restoring).
-    void start_fresh_engine(const store::HighWaterMarks& marks) CRONOQ_REQUIRES(mu);
-    void fail_recovered(TaskId id, std::uint32_t attempt, std::string message, std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-    class RecoveredRows;
-    void recover_schedules(std::vector<store::RecurringRow>& rows) CRONOQ_REQUIRES(mu);
+    // ---- the store (its reports: recovery.hpp, shutdown.hpp) ----------------------------
     /// No mutex: waits until every change enqueued so far is committed;
     /// false when the lead ended first (`flush`, and `open` for what the
     /// recovery wrote). The caller keeps the state alive.
     asio::awaitable<bool> commit_enqueued();
 
-    // ---- recurring schedules (mutex held) -------------------------------------------
-    void on_recurring_due() CRONOQ_REQUIRES(mu);
-    void rearm_recurring() CRONOQ_REQUIRES(mu);
-    /// A schedule's occurrence at `at`, admitted (its overlap policy permitting).
-    void fire(Schedule& s, std::chrono::system_clock::time_point at, core::Time now,
-              std::chrono::system_clock::time_point wall) CRONOQ_REQUIRES(mu);
-
-    // ---- timing (mutex held) --------------------------------------------------------
-    void rearm() CRONOQ_REQUIRES(mu);
-    void on_wakeup();
-
-    // ---- attempts ---------------------------------------------------------------------
-    void arm_abandon() CRONOQ_REQUIRES(mu);
-    void abandon_deaf_attempts();
-
-    // ---- shutdown (mutex held) ---------------------------------------------------------
-    void begin_shutdown(std::chrono::nanoseconds grace) CRONOQ_REQUIRES(mu);
-    void check_drained() CRONOQ_REQUIRES(mu);
+    // ---- timers and recurring occurrences: timers.hpp (Timers) ------------------------
+    // ---- shutdown: shutdown.hpp (Shutdown) -------------------------------------------
 };
 
 }  // namespace cronoq::detail

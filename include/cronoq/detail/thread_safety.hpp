@@ -25,6 +25,9 @@
 #define CRONOQ_ACQUIRE(...) CRONOQ_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 /// A function that takes the capabilities when it returns `result`.
 #define CRONOQ_TRY_ACQUIRE(...) CRONOQ_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+/// A function after whose call the capabilities are held, as far as the
+/// analysis goes: it checks something that proves they are.
+#define CRONOQ_ASSERT_CAPABILITY(...) CRONOQ_THREAD_ANNOTATION(assert_capability(__VA_ARGS__))
 /// A function that lets the capabilities go.
 #define CRONOQ_RELEASE(...) CRONOQ_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 /// A function whose body the analysis does not check (its annotations

@@ -1,0 +1,143 @@
+// Recovery when this process starts leading (recovery.hpp,
+// docs/guide/durability.md "Recovery").
+#include "recovery.hpp"
+
+#include "actions.hpp"
+
+#include <cronoq/logging.hpp>
+
+#include "recurring_definition.hpp"
+#include "task_options.hpp"
+#include "timers.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace cronoq::detail {
+
+// Recovered rows as admit reads them; a row that cannot come back ends
+// failed in the store (unless it ended already), and is named in the log.
+class Recovery::Rows final : public Submissions {
+public:
+    Rows(Recovery& r, std::vector<Submission>& list, WallTime wall) : r_(r), list_(list), wall_(wall) {}
+    std::size_t size() const override { return list_.size(); }
+    Submission& at(std::size_t i) override { return list_[i]; }
+    // Only a pool the engine does not know refuses a row before the
+    // engine sees it; what the engine refuses is counted, and logged.
+    // Called by admit, with the engine's mutex held.
+    void result(std::size_t i, Admitted&& r) override CRONOQ_REQUIRES(r_.s_.mu) {
+        const store::TaskRow& row = *list_[i].row;
+        const bool unknown_pool = !r && r.error() == SubmitError::UnknownPool;
+        if (!unknown_pool) ++restored_;
+        if (r) return;
+        if (unknown_pool) {
+            if (!is_terminal(row.status)) r_.fail(row.id, row.attempt, "unknown pool after restart: " + row.pool, wall_);
+            return;
+        }
+        r_.s_.log([id = row.id, message = r.message()] {
+            logger()->warn("recovery: task {} could not come back: {}", id.value, message);
+        });
+    }
+    std::size_t restored() const { return restored_; }
+
+private:
+    Recovery& r_;
+    std::vector<Submission>& list_;
+    WallTime wall_;
+    std::size_t restored_ = 0;
+};
+
+void Recovery::lead(store::Recovered recovered) {
+    {
+        SchedulerCore::State::Step step(s_);
+        s_.durable->start_writing(s_.held());
+        const auto now = s_.clock->now();
+        tasks(recovered, now, s_.clock->system_now());
+        schedules(recovered.recurring);
+        Actions(s_).apply(s_.held(), now);
+        Timers(s_).rearm_recurring(s_.held());
+    }
+    s_.durable->leading()->set();
+}
+
+void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall) {
+    start_fresh_engine(recovered.marks);
+    for (const store::UnreadableRow& row : recovered.unreadable) fail(row.id, row.attempt, "decode: " + row.why, wall);
+    // Each row comes back through the one admission entry, as a submission
+    // whose bytes are the row's (a remote pool's leases carry them).
+    std::vector<TaskRequest> requests;
+    std::vector<const store::TaskRow*> rows;
+    requests.reserve(recovered.tasks.size());
+    for (const store::TaskRow& row : recovered.tasks) {
+        try {
+            requests.push_back(s_.encoder.decode(row));
+        } catch (const std::exception& e) {
+            if (!is_terminal(row.status)) fail(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
+            continue;
+        }
+        rows.push_back(&row);
+    }
+    std::vector<Submission> list;
+    list.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        Submission& s = list.emplace_back(requests[i]);
+        s.encoded = Encoded{rows[i]->payload, {}, wall};
+        s.row = rows[i];
+    }
+    Rows group(*this, list, wall);
+    s_.admit(group, AdmitMode::Restoring, now);
+    s_.log([n = group.restored(), marks = recovered.marks, epoch = recovered.epoch] {
+        logger()->info("store: leading (epoch {}); recovered {} task(s); ids from {}", epoch, n, marks.next_task_id);
+    });
+}
+
+void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
+    // Nothing was submitted yet: open() has not returned.
+    core::EngineConfig config = s_.options.engine;
+    config.first_task_id = std::max<std::uint64_t>(marks.next_task_id, 1);
+    config.first_lease_id = std::max<std::uint64_t>(marks.next_lease_id, 1);
+    core::Engine fresh(config);
+    for (const PoolRuntime& p : s_.pools) fresh.add_pool(p.def.engine);
+    s_.engine = std::move(fresh);
+    s_.set_engine_modes();
+    s_.durable->reset_reserved(s_.held());
+}
+
+void Recovery::fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
+    s_.log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
+    s_.durable->write_failed(s_.held(), id, attempt, std::move(message), wall);
+}
+
+void Recovery::schedules(std::vector<store::RecurringRow>& rows) {
+    for (store::RecurringRow& row : rows) {
+        // A schedule that cannot come back stays in the store, untouched:
+        // a process that declares its pool, or reads its format, may lead
+        // later. It is named in the log.
+        const auto skip = [&](const std::string& why) CRONOQ_REQUIRES(s_.mu) {
+            s_.log([name = row.name, why] { logger()->warn("recovery: recurring \"{}\" not resumed: {}", name, why); });
+        };
+        try {
+            StoredSchedule stored = decode_schedule(row.definition);
+            RecurringRequest& r = stored.request;
+            r.name = row.name;
+            if (r.task.pool && !s_.engine.find_pool(*r.task.pool)) {
+                skip("unknown pool after restart: " + *r.task.pool);
+                continue;
+            }
+            r.task.payload = s_.encoder.decode_payload(stored.payload);
+            CronExpr expr = CronExpr::parse(r.cron);
+            // From its last occurrence: one missed while no process led is
+            // due at once (and fires once), none fires twice.
+            const auto from = row.last_fired.value_or(stored.added_at);
+            const auto next = expr.next_after(from, r.tz).value_or(std::chrono::system_clock::time_point::max());
+            Schedule schedule{std::move(r), std::move(expr), next, std::nullopt};
+            schedule.last_fired = row.last_fired;
+            schedule.encoded_payload = std::move(stored.payload);
+            if (row.last_fired) schedule.last = s_.engine.find_key(occurrence_key(schedule, *row.last_fired));
+            s_.recurring->restore(s_.held(), std::move(schedule));
+        } catch (const std::exception& e) {
+            skip(std::string("decode: ") + e.what());
+        }
+    }
+}
+
+}  // namespace cronoq::detail

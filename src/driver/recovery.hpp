@@ -1,0 +1,44 @@
+#pragma once
+// What a scheduler with a store does when it starts leading
+// (docs/guide/durability.md, "Recovery"): a fresh engine whose ids start
+// above the store's marks, every stored task back through the one admission
+// entry (AdmitMode::Restoring), what cannot come back ended failed in the
+// store, and the recurring schedules resumed. It has no data of its own
+// beyond the scheduler it restores into; every call but `lead` runs inside
+// the step `lead` holds (CRONOQ_REQUIRES the engine's mutex).
+#include <cronoq/store/journal.hpp>
+
+#include "scheduler_state.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cronoq::detail {
+
+class Recovery {
+public:
+    using WallTime = std::chrono::system_clock::time_point;
+
+    explicit Recovery(SchedulerCore::State& s) : s_(s) {}
+
+    /// The store's `on_leading` report, on its thread: restores what it
+    /// read in one step, then lets `open()` return.
+    void lead(store::Recovered recovered);
+
+private:
+    class Rows;
+
+    void tasks(store::Recovered& recovered, core::Time now, WallTime wall) CRONOQ_REQUIRES(s_.mu);
+    /// An engine whose ids start above every id a previous leader may have
+    /// handed out.
+    void start_fresh_engine(const store::HighWaterMarks& marks) CRONOQ_REQUIRES(s_.mu);
+    /// A task that cannot come back ends failed in the store, and is named in the log.
+    void fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) CRONOQ_REQUIRES(s_.mu);
+    void schedules(std::vector<store::RecurringRow>& rows) CRONOQ_REQUIRES(s_.mu);
+
+    SchedulerCore::State& s_;
+};
+
+}  // namespace cronoq::detail

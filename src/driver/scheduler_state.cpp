@@ -1,0 +1,97 @@
+// The driver core's state (scheduler_state.hpp): its construction, the one
+// admission entry, and the small calls every way in shares.
+#include "scheduler_state.hpp"
+
+#include <cronoq/logging.hpp>
+#include <cronoq/submit_error.hpp>
+
+#include "actions.hpp"
+#include "task_options.hpp"
+
+#include <asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+namespace cronoq::detail {
+
+SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
+    : executor(std::move(ex)), options(std::move(opts)), clock(options.clock ? options.clock : Clock::steady()),
+      engine(options.engine), durable(options.store ? std::make_unique<DurableLink>(options.store) : nullptr),
+      encoder(pools, *clock, options.store != nullptr, options.codec,
+              options.store ? options.store->journal().max_value_bytes() : 0),
+      admission(pools, *clock, encoder, self, durable.get()), launcher(clock->make_timer(executor)) {
+    set_engine_modes();
+    debug_logging = logger()->should_log(spdlog::level::debug);
+}
+
+SchedulerCore::State::~State() {
+    // Records the engine still held each refer to themselves: let go of them here.
+    auto refs = admission.release_all();
+}
+
+void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time now) {
+    if (shutting_down && mode != AdmitMode::Restoring) {
+        for (std::size_t i = 0; i < group.size(); ++i)
+            group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
+        return;
+    }
+    admission.admit(held(), engine, group, mode, now);
+}
+
+void SchedulerCore::State::set_engine_modes() {
+    // Without a store or a subscriber, the transitions other results imply
+    // (Ready at admission, Running at each Dispatch) need no Status action
+    // of their own: the record starts Ready, and on(Dispatch) records
+    // Running. subscribe() turns them on for good; a new engine comes only
+    // before the first subscriber (construction) or with a store.
+    engine.report_implied_transitions(options.store != nullptr);
+    // A task without a key lets go of its record at its terminal status
+    // (on(Status)): the engine forgets the pointer there too.
+    engine.release_users_at_end(true);
+}
+
+std::optional<TaskId> SchedulerCore::State::resolve(const TaskRef& ref) const {
+    if (ref.id) return ref.id;
+    return ref.key ? engine.find_key(*ref.key) : std::nullopt;
+}
+
+asio::awaitable<bool> SchedulerCore::State::commit_enqueued() {
+    store::Sequence seq = 0;
+    {
+        Read read(*this);
+        seq = durable->enqueued(held());
+    }
+    auto done = WaitList::create();
+    delivery.wait_commit(seq, done);
+    co_await done->async_wait(asio::use_awaitable);
+    co_return delivery.is_committed(seq);
+}
+
+std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::TaskRow& row) const {
+    auto record = std::make_shared<TaskRecord>(row.id, self);
+    record->pool = std::make_shared<const std::string>(row.pool);
+    record->kind = row.kind;
+    if (row.key) record->request().key = row.key;
+    record->finish(row.status, row.attempt, std::string(row.last_error), encoder.decode_output(row));
+    return record;
+}
+
+// A retry is admitted in place of the ended task `old`: its dependencies
+// were met when it ran (a task whose edge broke ends Skipped, which is not
+// retried), so the new task waits for none of them. Encoded here, under the
+// mutex, as the old task's options are read under it: the payload is one the
+// codec encoded before.
+std::shared_ptr<HandleState> SchedulerCore::State::resubmit(TaskId old, TaskRequest&& r) {
+    r.depends_on.clear();
+    Submission s(r);
+    s.replaces = old;
+    if (durable) s.encode_with(encoder);
+    OneSubmission one(s);
+    const auto now = clock->now();
+    admit(one, AdmitMode::Replacing, now);
+    Actions(*this).apply(held(), now);
+    auto handle = std::move(one).take();
+    if (!handle) throw SubmitException(handle.error(), handle.message());
+    return std::move(handle).value();
+}
+
+}  // namespace cronoq::detail
