@@ -1,0 +1,179 @@
+#pragma once
+// The deadline-free ready tasks of one pool's class, shared fairly between
+// their fair keys (docs/design.md#fair-sharing).
+//
+// Weighted fair queuing by virtual finish tags (start-time fair queuing):
+// every key with ready tasks has a tag; the key with the least tag is served
+// next, the class's virtual time moves to that tag, and the key's tag grows
+// by 1 / weight. A key that becomes active starts one step past the virtual
+// time, so it banks no credit while idle; while keys stay backlogged, each
+// gets dispatches in proportion to its weight, within one dispatch of its
+// exact share. Inside a key, first in, first out (aging adds the same to
+// every task of a class, so the oldest scores highest).
+//
+// Why tags and not deficit round robin: weights are any positive real, a
+// weight change applies from the next dispatch without rounding a quantum,
+// and the order between keys is a heap, O(log active keys) per decision.
+//
+// A key holds state only while it has entries (ready tasks, or stale
+// entries not yet dropped); its state goes when its last entry is taken.
+// The key "" (id 0, every task without a fair key) lives outside the map:
+// a pool whose tasks have no keys pays no lookup.
+//
+// Entries are removed lazily, as in the ready queue: an entry whose task
+// left the Ready state is dropped when it reaches its key's front.
+#include "ready_queue.hpp"
+#include "ring.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace cronoq::core::detail {
+
+/// A fair key, interned per engine; 0 is the key "".
+using FairKeyId = std::uint32_t;
+
+class FairQueue {
+public:
+    /// Adds `ref` at the back of `key`'s tasks; a key that had none becomes
+    /// active, one step of `weight` past the virtual time.
+    void push(FairKeyId key, double weight, QueueRef ref) {
+        KeyQueue& k = key_queue(key);
+        k.step = 1.0 / weight;
+        const bool was_idle = k.fifo.empty();
+        k.fifo.push_back(ref);
+        ++entries_;
+        if (was_idle && !k.parked) activate(key, k);
+    }
+
+    /// The slot at the front of the key with the least tag among the keys
+    /// not parked, dropping stale entries (`live(ref)` false) and the state
+    /// of keys they leave empty; empty when no key has a live task.
+    template <class Live>
+    std::optional<std::uint32_t> head(Live&& live) {
+        while (!heap_.empty()) {
+            const HeapEntry top = heap_.front();
+            KeyQueue* k = find(top.key);
+            if (!k || k->version != top.version || k->parked) {
+                pop_heap();
+                continue;
+            }
+            while (!k->fifo.empty() && !live(k->fifo.front())) {
+                k->fifo.pop_front();
+                --entries_;
+            }
+            if (!k->fifo.empty()) return k->fifo.front().slot;
+            pop_heap();
+            erase(top.key);
+        }
+        return std::nullopt;
+    }
+
+    /// Takes the front returned by the last `head`: the virtual time moves
+    /// to its key's tag, and the key, if it has more, waits one step more.
+    void pop() {
+        const FairKeyId key = heap_.front().key;
+        KeyQueue& k = *find(key);
+        k.fifo.pop_front();
+        --entries_;
+        vtime_ = k.finish;
+        pop_heap();
+        if (k.fifo.empty()) return erase(key);
+        k.finish += k.step;
+        push_heap(key, k);
+    }
+
+    /// A key served outside this queue (its task with a deadline, or one
+    /// back from a resource, won on score): charged one dispatch, so that
+    /// its share counts every dispatch of its class.
+    void charge(FairKeyId key) {
+        KeyQueue* k = find(key);
+        if (!k || k->fifo.empty()) return;  // no backlog here: nothing to balance
+        k->finish += k->step;
+        if (!k->parked) push_heap(key, *k);
+    }
+
+    /// The key's weight from its next step on (Scheduler::set_fair_weight).
+    void set_weight(FairKeyId key, double weight) {
+        if (KeyQueue* k = find(key)) k->step = 1.0 / weight;
+    }
+
+    /// A key at its concurrency cap leaves the competition, keeping its
+    /// tasks and its tag, without holding back the other keys.
+    void park(FairKeyId key) {
+        if (KeyQueue* k = find(key)) k->parked = true;  // its heap entries go stale
+    }
+    /// Back in the competition, at no earlier tag than the virtual time.
+    void unpark(FairKeyId key) {
+        KeyQueue* k = find(key);
+        if (!k || !k->parked) return;
+        k->parked = false;
+        if (k->fifo.empty()) return erase(key);
+        k->finish = std::max(k->finish, vtime_ + k->step);
+        push_heap(key, *k);
+    }
+
+    /// Keys holding entries (live or stale), parked ones included.
+    std::size_t keys() const { return others_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
+    /// Entries held, stale ones included.
+    std::size_t entries() const { return entries_; }
+
+private:
+    struct KeyQueue {
+        Ring<QueueRef> fifo;
+        double finish = 0;
+        double step = 1;
+        std::uint32_t version = 0;  // of its one live heap entry
+        bool parked = false;
+    };
+    struct HeapEntry {
+        double finish;
+        std::uint64_t order;  // ties: the key that waited longest for its tag
+        FairKeyId key;
+        std::uint32_t version;
+    };
+    // Heap order: the least tag on top, then the earliest tagged.
+    static bool after(const HeapEntry& a, const HeapEntry& b) {
+        if (a.finish != b.finish) return a.finish > b.finish;
+        return a.order > b.order;
+    }
+
+    KeyQueue& key_queue(FairKeyId key) { return key == 0 ? unkeyed_ : others_[key]; }
+    KeyQueue* find(FairKeyId key) {
+        if (key == 0) return &unkeyed_;
+        const auto it = others_.find(key);
+        return it == others_.end() ? nullptr : &it->second;
+    }
+    void erase(FairKeyId key) {
+        if (key == 0) {
+            unkeyed_.parked = false;
+            return;  // its ring keeps its storage: the key "" is always there
+        }
+        others_.erase(key);
+    }
+
+    void activate(FairKeyId key, KeyQueue& k) {
+        k.finish = vtime_ + k.step;
+        push_heap(key, k);
+    }
+    void push_heap(FairKeyId key, KeyQueue& k) {
+        heap_.push_back(HeapEntry{k.finish, next_order_++, key, ++k.version});
+        std::push_heap(heap_.begin(), heap_.end(), after);
+    }
+    void pop_heap() {
+        std::pop_heap(heap_.begin(), heap_.end(), after);
+        heap_.pop_back();
+    }
+
+    KeyQueue unkeyed_;
+    std::unordered_map<FairKeyId, KeyQueue> others_;
+    std::vector<HeapEntry> heap_;
+    double vtime_ = 0;
+    std::uint64_t next_order_ = 0;
+    std::size_t entries_ = 0;
+};
+
+}  // namespace cronoq::core::detail
