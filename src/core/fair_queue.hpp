@@ -22,7 +22,7 @@
 //
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
-#include "ready_queue.hpp"
+#include "queue_ref.hpp"
 #include "ring.hpp"
 
 #include <algorithm>
@@ -40,13 +40,30 @@ class FairQueue {
 public:
     /// Adds `ref` at the back of `key`'s tasks; a key that had none becomes
     /// active, one step of `weight` past the virtual time.
-    void push(FairKeyId key, double weight, QueueRef ref) {
+    /// `parked`: the key is at its cap (a key new here starts parked).
+    void push(FairKeyId key, double weight, QueueRef ref, bool parked = false) {
         KeyQueue& k = key_queue(key);
         k.step = 1.0 / weight;
         const bool was_idle = k.fifo.empty();
         k.fifo.push_back(ref);
         ++entries_;
-        if (was_idle && !k.parked) activate(key, k);
+        if (!was_idle) return;
+        k.parked = parked;
+        if (!parked) activate(key, k);
+    }
+
+    /// The slot at the front of the key on top, stale or not, without a
+    /// change: what the next decision will likely read.
+    std::optional<std::uint32_t> peek() const {
+        if (heap_.empty()) return std::nullopt;
+        const KeyQueue* k = heap_.front().key == 0 ? &unkeyed_ : nullptr;
+        if (!k) {
+            const auto it = others_.find(heap_.front().key);
+            if (it == others_.end()) return std::nullopt;
+            k = &it->second;
+        }
+        if (k->fifo.empty()) return std::nullopt;
+        return k->fifo.front().slot;
     }
 
     /// The slot at the front of the key with the least tag among the keys
@@ -74,16 +91,28 @@ public:
 
     /// Takes the front returned by the last `head`: the virtual time moves
     /// to its key's tag, and the key, if it has more, waits one step more.
-    void pop() {
+    /// Returns its slot.
+    std::uint32_t pop() {
         const FairKeyId key = heap_.front().key;
         KeyQueue& k = *find(key);
+        const std::uint32_t slot = k.fifo.front().slot;
         k.fifo.pop_front();
         --entries_;
         vtime_ = k.finish;
-        pop_heap();
-        if (k.fifo.empty()) return erase(key);
+        if (k.fifo.empty()) {
+            pop_heap();
+            erase(key);
+            return slot;
+        }
         k.finish += k.step;
+        if (heap_.size() == 1) {
+            // Alone (a pool whose tasks have no keys): its entry stays on top.
+            heap_.front().finish = k.finish;
+            return slot;
+        }
+        pop_heap();
         push_heap(key, k);
+        return slot;
     }
 
     /// A key served outside this queue (its task with a deadline, or one
