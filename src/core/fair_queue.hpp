@@ -22,13 +22,14 @@
 //
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
+#include "flat_id_map.hpp"
 #include "queue_ref.hpp"
 #include "ring.hpp"
+#include "slab.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace cronoq::core::detail {
@@ -43,11 +44,11 @@ public:
     /// `parked`: the key is at its cap (a key new here starts parked).
     void push(FairKeyId key, double weight, QueueRef ref, bool parked = false) {
         KeyQueue& k = key_queue(key);
-        k.step = 1.0 / weight;
         const bool was_idle = k.fifo.empty();
         k.fifo.push_back(ref);
         ++entries_;
-        if (!was_idle) return;
+        if (!was_idle) return;  // its weight is current: set_weight keeps it
+        k.step = 1.0 / weight;
         k.parked = parked;
         if (!parked) activate(key, k);
     }
@@ -56,13 +57,8 @@ public:
     /// change: what the next decision will likely read.
     std::optional<std::uint32_t> peek() const {
         if (heap_.empty()) return std::nullopt;
-        const KeyQueue* k = heap_.front().key == 0 ? &unkeyed_ : nullptr;
-        if (!k) {
-            const auto it = others_.find(heap_.front().key);
-            if (it == others_.end()) return std::nullopt;
-            k = &it->second;
-        }
-        if (k->fifo.empty()) return std::nullopt;
+        const KeyQueue* k = find(heap_.front().key);
+        if (!k || k->fifo.empty()) return std::nullopt;
         return k->fifo.front().slot;
     }
 
@@ -74,7 +70,7 @@ public:
         while (!heap_.empty()) {
             const HeapEntry top = heap_.front();
             KeyQueue* k = find(top.key);
-            if (!k || k->version != top.version || k->parked) {
+            if (!k || k->live_order != top.order || k->parked) {
                 pop_heap();
                 continue;
             }
@@ -146,7 +142,7 @@ public:
     }
 
     /// Keys holding entries (live or stale), parked ones included.
-    std::size_t keys() const { return others_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
+    std::size_t keys() const { return index_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
     /// Entries held, stale ones included.
     std::size_t entries() const { return entries_; }
 
@@ -155,14 +151,15 @@ private:
         Ring<QueueRef> fifo;
         double finish = 0;
         double step = 1;
-        std::uint32_t version = 0;  // of its one live heap entry
+        // The order of its one live heap entry: unique over the queue's life,
+        // so an entry left by a key's earlier state never passes for live.
+        std::uint64_t live_order = ~std::uint64_t{0};
         bool parked = false;
     };
     struct HeapEntry {
         double finish;
         std::uint64_t order;  // ties: the key that waited longest for its tag
         FairKeyId key;
-        std::uint32_t version;
     };
     // Heap order: the least tag on top, then the earliest tagged.
     static bool after(const HeapEntry& a, const HeapEntry& b) {
@@ -170,18 +167,36 @@ private:
         return a.order > b.order;
     }
 
-    KeyQueue& key_queue(FairKeyId key) { return key == 0 ? unkeyed_ : others_[key]; }
+    KeyQueue& key_queue(FairKeyId key) {
+        if (key == 0) return unkeyed_;
+        if (const std::uint32_t* i = index_.find(key)) return states_[*i];
+        const std::uint32_t i = states_.acquire();
+        index_.insert(key, i);
+        return states_[i];
+    }
     KeyQueue* find(FairKeyId key) {
         if (key == 0) return &unkeyed_;
-        const auto it = others_.find(key);
-        return it == others_.end() ? nullptr : &it->second;
+        const std::uint32_t* i = index_.find(key);
+        return i ? &states_[*i] : nullptr;
     }
+    const KeyQueue* find(FairKeyId key) const { return const_cast<FairQueue*>(this)->find(key); }
     void erase(FairKeyId key) {
         if (key == 0) {
             unkeyed_.parked = false;
             return;  // its ring keeps its storage: the key "" is always there
         }
-        others_.erase(key);
+        const std::uint32_t i = *index_.find(key);
+        index_.erase(key);
+        // A small ring keeps its storage for the next key that takes the
+        // entry: a key that comes and goes (one task at a time in a class)
+        // costs no allocation.
+        if (states_[i].fifo.capacity() > small_ring) return states_.release(i);
+        KeyQueue& k = states_[i];
+        k.finish = 0;
+        k.step = 1;
+        k.live_order = ~std::uint64_t{0};
+        k.parked = false;
+        states_.recycle(i);
     }
 
     void activate(FairKeyId key, KeyQueue& k) {
@@ -189,7 +204,8 @@ private:
         push_heap(key, k);
     }
     void push_heap(FairKeyId key, KeyQueue& k) {
-        heap_.push_back(HeapEntry{k.finish, next_order_++, key, ++k.version});
+        k.live_order = next_order_++;
+        heap_.push_back(HeapEntry{k.finish, k.live_order, key});
         std::push_heap(heap_.begin(), heap_.end(), after);
     }
     void pop_heap() {
@@ -197,8 +213,12 @@ private:
         heap_.pop_back();
     }
 
+    static constexpr std::size_t small_ring = 16;
     KeyQueue unkeyed_;
-    std::unordered_map<FairKeyId, KeyQueue> others_;
+    // The other active keys: an open-addressing index (interned ids are
+    // dense, so neighbours share a line) into a slab of states, reused.
+    FlatIdMap index_;
+    Slab<KeyQueue> states_;
     std::vector<HeapEntry> heap_;
     double vtime_ = 0;
     std::uint64_t next_order_ = 0;

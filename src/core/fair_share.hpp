@@ -7,8 +7,10 @@
 // keys is the ready queue's (fair_queue.hpp); this counts what the cap and
 // the stats need.
 #include "fair_keys.hpp"
+#include "flat_id_map.hpp"
 #include "ready_queue.hpp"
 #include "ring.hpp"
+#include "slab.hpp"
 
 #include <cronoq/fairness.hpp>
 
@@ -17,7 +19,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace cronoq::core::detail {
@@ -84,13 +85,14 @@ public:
     }
 
     /// Keys with a ready task or a running attempt.
-    std::size_t active() const { return others_.size() + (idle(unkeyed_) ? 0 : 1); }
+    std::size_t active() const { return index_.size() + (idle(unkeyed_) ? 0 : 1); }
     /// The `n` keys with the most ready tasks, then the most running.
     std::vector<FairKeyLoad> top(std::size_t n, const FairKeyNames& names) const {
         std::vector<FairKeyLoad> all;
         all.reserve(active());
         if (!idle(unkeyed_)) all.push_back({"", unkeyed_.ready, unkeyed_.running});
-        for (const auto& [id, l] : others_) all.push_back({names.name(id), l.ready, l.running});
+        for (std::uint32_t i = 0; i < loads_.size(); ++i)
+            if (const Load& l = loads_[i]; !idle(l)) all.push_back({names.name(l.key), l.ready, l.running});
         const auto before = [](const FairKeyLoad& a, const FairKeyLoad& b) {
             if (a.ready != b.ready) return a.ready > b.ready;
             if (a.running != b.running) return a.running > b.running;
@@ -107,6 +109,7 @@ private:
         std::uint32_t ready = 0;
         std::uint32_t running = 0;
         double weight = 1.0;
+        FairKeyId key = 0;
         Ring<QueueRef> parked;
     };
     static bool idle(const Load& l) { return l.ready == 0 && l.running == 0; }
@@ -116,14 +119,18 @@ private:
             if (idle(unkeyed_)) unkeyed_.weight = weight_of("");
             return unkeyed_;
         }
-        const auto [it, added] = others_.try_emplace(key);
-        if (added) it->second.weight = weight_of(names.name(key));
-        return it->second;
+        if (const std::uint32_t* i = index_.find(key)) return loads_[*i];
+        const std::uint32_t i = loads_.acquire();
+        index_.insert(key, i);
+        Load& l = loads_[i];
+        l.key = key;
+        l.weight = weight_of(names.name(key));
+        return l;
     }
     Load* find(FairKeyId key) {
         if (key == 0) return &unkeyed_;
-        const auto it = others_.find(key);
-        return it == others_.end() ? nullptr : &it->second;
+        const std::uint32_t* i = index_.find(key);
+        return i ? &loads_[*i] : nullptr;
     }
     const Load* find(FairKeyId key) const { return const_cast<FairShare*>(this)->find(key); }
     void release_if_idle(FairKeyId key, Load& l) {
@@ -132,7 +139,8 @@ private:
             if (!unkeyed_.parked.empty()) unkeyed_.parked = Ring<QueueRef>{};  // only stale entries left
             return;
         }
-        others_.erase(key);
+        loads_.release(*index_.find(key));
+        index_.erase(key);
     }
     double weight_of(std::string_view name) const {
         if (weights_.empty()) return 1.0;
@@ -143,7 +151,10 @@ private:
     std::map<std::string, double, std::less<>> weights_;
     std::uint32_t cap_ = 0;  // 0: none
     Load unkeyed_;
-    std::unordered_map<FairKeyId, Load> others_;
+    // The other active keys, as in FairQueue: an index into a slab (a free
+    // entry is idle, with no parked task, so `top` skips it).
+    FlatIdMap index_;
+    Slab<Load> loads_;
 };
 
 }  // namespace cronoq::core::detail

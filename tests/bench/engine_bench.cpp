@@ -39,7 +39,9 @@ core::TaskSpec spec_for(std::uint64_t i) {
     return spec;
 }
 
-// Fair keys "tenant-0" ... in turn (the names made once, outside the timing).
+// Fair keys "tenant-0" ... in turn, four tasks (one of each class) per turn,
+// so that every key has tasks in the class the backlog holds (the names made
+// once, outside the timing).
 constexpr std::size_t fair_keys = 10000;
 struct KeyedSpecs {
     std::vector<std::string> names;
@@ -48,7 +50,7 @@ struct KeyedSpecs {
     }
     core::TaskSpec operator()(std::uint64_t i) const {
         core::TaskSpec spec = spec_for(i);
-        if (!names.empty()) spec.fair_key = names[i % names.size()];
+        if (!names.empty()) spec.fair_key = names[(i / cronoq::priority_count) % names.size()];
         return spec;
     }
 };
@@ -111,7 +113,11 @@ void dispatch_complete(benchmark::State& state, std::size_t keys) {
     const auto c = engine.counters(0);
     if (c.running != capacity || c.ready != backlog) state.SkipWithError("the steady state did not hold");
     state.SetItemsProcessed(state.iterations());
-    if (keys > 0 && engine.stats(0, now).active_keys != keys) state.SkipWithError("not every key is active");
+    if (keys > 0) {
+        const std::size_t active = engine.stats(0, now).active_keys;
+        state.counters["active_keys"] = static_cast<double>(active);
+        if (active != keys) state.SkipWithError("not every key is active");
+    }
     state.SetLabel("items = dispatch decisions");
 }
 void BM_EngineDispatchComplete(benchmark::State& state) { dispatch_complete(state, 0); }
