@@ -57,7 +57,7 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
         if (!s) break;
         // A key at its cap: the task waits for it (only one that won on
         // score gets here; its key's others are parked in the fair order).
-        if (p.fair.capped() && p.fair.at_cap(tasks[*s].fair_key)) {
+        if (p.fair.capped() && p.fair.at_cap(tasks[*s].fair_key, p.counters.running)) {
             p.fair.park(tasks[*s].fair_key, {*s, tasks[*s].gen});
             passed_over = true;
             continue;

@@ -341,8 +341,8 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
     out.run_p99 = m.run.percentile(0.99);
     out.worker_seconds = m.busy_seconds;
     out.utilization = m.capacity_seconds > 0 ? m.busy_seconds / m.capacity_seconds : 0.0;
-    out.active_keys = p.fair.active();
-    out.top_keys = p.fair.top(10, s_->tasks.fair_keys);
+    out.active_keys = p.fair.active(c.ready, c.running);
+    out.top_keys = p.fair.top(10, s_->tasks.fair_keys, c.ready, c.running);
     if (m.dispatched > 0) out.priority_adherence = static_cast<double>(m.adherent) / static_cast<double>(m.dispatched);
     if (const auto starts = m.starts_on_time + m.starts_late; starts > 0)
         out.fixed_start_hit_rate = static_cast<double>(m.starts_on_time) / static_cast<double>(starts);

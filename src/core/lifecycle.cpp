@@ -51,7 +51,7 @@ bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
     // pool rescaled) or what the dispatch weighs (other ready tasks, slots
     // held for fixed starts, resources, workers) could choose otherwise.
     if (handing_over_ || p.counters.running >= p.capacity || p.counters.ready > 0 || !p.held_starts.empty() ||
-        p.config.remote || p.autoscale_config || t.has_needs || waiting_.has_resolved() || p.fair.at_cap(t.fair_key))
+        p.config.remote || p.autoscale_config || t.has_needs || waiting_.has_resolved() || p.fair.at_cap(t.fair_key, p.counters.running))
         return false;
     become_ready(s, now);
     if (report_implied) out_.emit_status(t, now);
@@ -70,7 +70,7 @@ void Lifecycle::make_ready(std::uint32_t s, Time now, bool due_start, bool admit
         e.latest_start = add_saturated(e.deadline, -expected_duration(t));
         p.queue.push_deadline(t.priority, e.latest_start, t.id.value, {s, t.gen});
     } else {
-        p.queue.push(t.priority, t.fair_key, weight, {s, t.gen}, p.fair.at_cap(t.fair_key));
+        p.queue.push(t.priority, t.fair_key, weight, {s, t.gen}, p.fair.at_cap(t.fair_key, p.counters.running));
     }
     p.dirty = true;
     if (report_implied || !admitting) out_.emit_status(t, now);
@@ -80,7 +80,7 @@ void Lifecycle::start_attempt(std::uint32_t s, Time now, WorkerId worker, bool t
     TaskSlot& t = tasks_[s];
     PoolState& p = pools_[t.pool];
     // Counted running before it leaves Ready, so that its key's state stays.
-    if (p.fair.add_running(t.fair_key, tasks_.fair_keys)) p.queue.park_key(t.fair_key);
+    if (p.fair.add_running(t.fair_key, tasks_.fair_keys, p.counters.running)) p.queue.park_key(t.fair_key);
     leave(t);
     p.metrics.accrue(now, p.counters.running, p.capacity);
     detail::MetricsSlice& m = p.metrics.at(now);
@@ -126,7 +126,7 @@ AttemptState Lifecycle::end_lease(TaskSlot& t, Time now) {
     p.metrics.record_run(now, now - a.started);
     --p.counters.running;
     p.dirty = true;
-    if (p.fair.remove_running(t.fair_key)) unpark_key(p, t.fair_key);
+    if (p.fair.remove_running(t.fair_key, p.counters.running)) unpark_key(p, t.fair_key);
     return a;
 }
 
