@@ -251,6 +251,25 @@ TEST_F(FairnessTest, CancelledTasksReleaseTheirKey) {
     EXPECT_EQ(h->engine.stats(pool, t0).active_keys, 0u);
 }
 
+TEST_F(FairnessTest, RestoredTasksKeepTheirKeys) {
+    use(FairnessConfig{.per_key_concurrency = 1});
+    std::vector<RestoredTask> restored;
+    for (std::uint64_t id : {900001, 900002, 900003}) {
+        RestoredTask r{.id = TaskId{id}, .spec = TaskSpec{.pool = pool}, .status = TaskStatus::Ready};
+        r.spec.fair_key = id == 900003 ? "b" : "a";
+        restored.push_back(std::move(r));
+    }
+    for (const auto& r : h->restore(restored, t0)) ASSERT_TRUE(r.has_value()) << r.message();
+    EXPECT_EQ(h->engine.known_fair_keys(), 2u);
+    h->set_capacity(pool, 3, t0);
+    EXPECT_EQ(h->dispatches().size(), 2u);  // one of a (its cap), one of b
+    const PoolStats s = h->engine.stats(pool, t0);
+    ASSERT_EQ(s.top_keys.size(), 2u);
+    EXPECT_EQ(s.top_keys[0].key, "a");
+    EXPECT_EQ(s.top_keys[0].ready, 1u);
+    EXPECT_EQ(s.top_keys[0].running, 1u);
+}
+
 TEST_F(FairnessTest, StatsShowTopKeysByBacklog) {
     use({}, 1);
     for (int k = 0; k < 12; ++k) submit_many("k" + std::to_string(k), k + 1, t0);
