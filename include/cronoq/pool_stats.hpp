@@ -5,6 +5,7 @@
 // `core::PoolStats`, <cronoq/diagnostics.hpp> returns `core::PoolCounters`)
 // and the driver's headers must not pull in the engine.
 #include <cronoq/core/time.hpp>
+#include <cronoq/fairness.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/seconds_histogram.hpp>
 
@@ -12,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace cronoq::core {
 
@@ -93,6 +95,11 @@ struct PoolStats {
     std::array<SecondsHistogram, priority_count> wait_histogram{};
     /// Attempt start -> end, any outcome.
     SecondsHistogram run_histogram;
+    /// Fair keys with a ready task or a running attempt (the key "" too).
+    std::size_t active_keys = 0;
+    /// Up to 10 of them, the most ready first (then the most running, then
+    /// by name).
+    std::vector<FairKeyLoad> top_keys;
 };
 
 }  // namespace cronoq::core

@@ -1,11 +1,13 @@
 #pragma once
 // Task statuses (docs/guide/ordering.md).
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
 namespace cronoq {
 
-enum class TaskStatus {
+/// One byte, so that the engine's task slot keeps to a cache line.
+enum class TaskStatus : std::uint8_t {
     Blocked,       ///< waiting on dependencies
     Scheduled,     ///< waiting for a fixed start
     Ready,         ///< queued for a worker slot

@@ -298,6 +298,7 @@ TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id)
     t.pool = spec.pool;
     t.kind = spec.kind;
     t.user = spec.user;
+    t.fair_key = tasks_.fair_keys.hold(spec.fair_key);
     t.priority = spec.priority;
     t.attempt = 0;
     // Only what the spec sets goes out of line; the pool's defaults are

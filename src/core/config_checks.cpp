@@ -82,4 +82,17 @@ std::optional<std::string> check_rate(double rate_per_s) {
     return std::nullopt;
 }
 
+std::optional<std::string> check_fair_weight(std::string_view key, double weight) {
+    if (std::isfinite(weight) && weight > 0) return std::nullopt;
+    return "fairness.weights[\"" + std::string(key) + "\"] must be a finite number > 0";
+}
+
+std::optional<std::string> check_fairness(const FairnessConfig& fairness) {
+    for (const auto& [key, weight] : fairness.weights)
+        if (auto problem = check_fair_weight(key, weight)) return problem;
+    if (fairness.per_key_concurrency && *fairness.per_key_concurrency == 0)
+        return "fairness.per_key_concurrency must be at least 1";
+    return std::nullopt;
+}
+
 }  // namespace cronoq::core::detail

@@ -6,6 +6,7 @@
 // and throws ConfigError, so that nothing is half-built.
 #include <cronoq/autoscale.hpp>
 #include <cronoq/bounds.hpp>
+#include <cronoq/fairness.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/resource.hpp>
 
@@ -34,6 +35,11 @@ std::optional<std::string> check_resources(std::span<const Resource> resources);
 /// `PriorityConfig::min_share`: each share finite and in [0, 1), their sum
 /// below 1 (so that the other classes keep a part of every stretch).
 std::optional<std::string> check_min_share(const std::array<double, priority_count>& shares);
+
+/// `fairness`: every weight finite and > 0, a cap of at least 1.
+std::optional<std::string> check_fairness(const FairnessConfig& fairness);
+/// One weight of `key`, as configured or set at run time.
+std::optional<std::string> check_fair_weight(std::string_view key, double weight);
 
 /// A token bucket rate given at run time (`Scheduler::set_rate`).
 std::optional<std::string> check_rate(double rate_per_s);

@@ -34,6 +34,7 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
     while (p.can_dispatch()) {
         std::optional<std::uint32_t> s;
         bool took_best = true;  // a due start is where it must be
+        bool outside_fair_order = true;  // a due start pays its key too
         while (!s && !p.due_starts.empty()) {
             if (live(p.due_starts.front())) s = p.due_starts.front().slot;
             p.due_starts.pop_front();
@@ -51,8 +52,16 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
                                      return p.held_between(now, later(now, d), free) < free;
                                  },
                                  took_best, classes);
+            outside_fair_order = p.queue.took_outside();
         }
         if (!s) break;
+        // A key at its cap: the task waits for it (only one that won on
+        // score gets here; its key's others are parked in the fair order).
+        if (p.fair.capped() && p.fair.at_cap(tasks[*s].fair_key, p.counters.running)) {
+            p.fair.park(tasks[*s].fair_key, {*s, tasks[*s].gen});
+            passed_over = true;
+            continue;
+        }
         // In a remote pool, a worker must take it: a free slot (there is
         // one, since the capacity is the slots granted), its labels, not
         // one that nacked it. Else it waits parked, as for a resource.
@@ -66,6 +75,7 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
             passed_over = true;
             continue;  // parked: try the next
         }
+        if (outside_fair_order) p.queue.charge(tasks[*s].priority, tasks[*s].fair_key);
         life_.start_attempt(*s, now, worker, took_best && !passed_over);
         // The head behind the one taken was queued long ago: with a
         // large backlog its slot is out of cache, and the next decision

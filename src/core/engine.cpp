@@ -73,6 +73,7 @@ PoolId Engine::add_pool(PoolConfig config) {
         throw ConfigError(describe_pool(config) + "min_workers must not be above the capacity");
     if (config.autoscale)
         if (auto problem = detail::check_autoscale(*config.autoscale)) throw ConfigError(describe_pool(config) + *problem);
+    if (auto problem = detail::check_fairness(config.fairness)) throw ConfigError(describe_pool(config) + *problem);
     PoolState p(s_->config.metrics_window);
     p.autoscale_config = config.autoscale;
     // At least one slot, as docs/guide/time-and-cron.md says, even for a fraction of 0.
@@ -81,6 +82,7 @@ PoolId Engine::add_pool(PoolConfig config) {
     p.capacity = config.capacity;
     p.counters.capacity = config.capacity;
     p.queue.set_shares(s_->config.priority.min_share);
+    p.fair.configure(config.fairness);
     p.config = std::move(config);
     s_->bounds.add_pool(p);
     s_->pools.push_back(std::move(p));
@@ -261,6 +263,20 @@ std::optional<std::string> Engine::set_rate(std::string_view bucket, double rate
     return problem;
 }
 
+void Engine::set_fair_weight(PoolId pool, std::string_view key, double weight, Time now) {
+    State& s = *s_;
+    if (pool >= s.pools.size()) throw ConfigError("unknown pool id " + std::to_string(pool));
+    PoolState& p = s.pools[pool];
+    if (auto problem = detail::check_fair_weight(key, weight)) throw ConfigError(describe_pool(p.config) + *problem);
+    s.run_due_timers(now);
+    const auto id = s.tasks.fair_keys.find(key);
+    p.fair.set_weight(key, id, weight);
+    if (id) p.queue.set_weight(*id, weight);
+    s.settle(now);
+}
+
+std::size_t Engine::known_fair_keys() const { return s_->tasks.fair_keys.size(); }
+
 bool Engine::next_wakeup_into(Time& at) const {
     if (s_->timers.empty()) return false;
     at = s_->timers.top().at;
@@ -325,6 +341,8 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
     out.run_p99 = m.run.percentile(0.99);
     out.worker_seconds = m.busy_seconds;
     out.utilization = m.capacity_seconds > 0 ? m.busy_seconds / m.capacity_seconds : 0.0;
+    out.active_keys = p.fair.active(c.ready, c.running);
+    out.top_keys = p.fair.top(10, s_->tasks.fair_keys, c.ready, c.running);
     if (m.dispatched > 0) out.priority_adherence = static_cast<double>(m.adherent) / static_cast<double>(m.dispatched);
     if (const auto starts = m.starts_on_time + m.starts_late; starts > 0)
         out.fixed_start_hit_rate = static_cast<double>(m.starts_on_time) / static_cast<double>(starts);

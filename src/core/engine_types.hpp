@@ -6,6 +6,7 @@
 #include <cronoq/core/engine.hpp>
 
 #include "autoscaler.hpp"
+#include "fair_share.hpp"
 #include "pool_metrics.hpp"
 #include "ready_queue.hpp"
 #include "reservations.hpp"
@@ -84,6 +85,7 @@ struct alignas(64) TaskSlot {
     std::uint32_t newer = no_slot;
     std::uint32_t extras = no_slot;  // its TaskExtras, if it has any (kept until it is forgotten: the key)
     std::uint32_t run = no_slot;     // its AttemptState while Running
+    std::uint32_t fair_key = 0;      // its interned fair key (TaskTable::fair_keys); 0: ""
     TaskStatus status = TaskStatus::Ready;
     Priority priority = Priority::Normal;
     bool has_deadline : 1 = false;     // its extras hold the deadline; a flag here so that ranking the others reads no extras
@@ -150,6 +152,7 @@ struct PoolState {
     std::size_t capacity = 0;
     PoolCounters counters;
     detail::ReadyQueue queue;
+    detail::FairShare fair;  // its fair keys' counts, weights and caps
     detail::Ring<detail::QueueRef> due_starts;  // fixed starts that are due: dispatched first
     detail::Reservations reservations;
     std::multiset<Time> held_starts;  // starts of Scheduled tasks: what holds keep slots for

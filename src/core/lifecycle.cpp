@@ -11,6 +11,7 @@ void Lifecycle::leave(TaskSlot& t) {
     switch (t.status) {
         case TaskStatus::Ready:
             --c.ready;
+            p.fair.remove_ready(t.fair_key);
             if (--c.ready_by_class[index_of(t.priority)] == 0) p.queue.drop_credit(t.priority);
             if (p.may_shed) bounds_.unlink_ready(tasks_.index_of(t));
             break;
@@ -29,7 +30,7 @@ void Lifecycle::leave(TaskSlot& t) {
     }
 }
 
-void Lifecycle::become_ready(std::uint32_t s, Time now) {
+double Lifecycle::become_ready(std::uint32_t s, Time now) {
     TaskSlot& t = tasks_[s];
     PoolState& p = pools_[t.pool];
     leave(t);
@@ -40,6 +41,7 @@ void Lifecycle::become_ready(std::uint32_t s, Time now) {
     ++p.counters.ready_by_class[index_of(t.priority)];
     if (auto* a = p.scaler(now)) a->record_arrival(now);
     if (p.may_shed) bounds_.link_ready(s);
+    return p.fair.add_ready(t.fair_key, tasks_.fair_keys);
 }
 
 bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
@@ -49,7 +51,7 @@ bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
     // pool rescaled) or what the dispatch weighs (other ready tasks, slots
     // held for fixed starts, resources, workers) could choose otherwise.
     if (handing_over_ || p.counters.running >= p.capacity || p.counters.ready > 0 || !p.held_starts.empty() ||
-        p.config.remote || p.autoscale_config || t.has_needs || waiting_.has_resolved())
+        p.config.remote || p.autoscale_config || t.has_needs || waiting_.has_resolved() || p.fair.at_cap(t.fair_key, p.counters.running))
         return false;
     become_ready(s, now);
     if (report_implied) out_.emit_status(t, now);
@@ -58,7 +60,7 @@ bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
 }
 
 void Lifecycle::make_ready(std::uint32_t s, Time now, bool due_start, bool admitting) {
-    become_ready(s, now);
+    const double weight = become_ready(s, now);
     TaskSlot& t = tasks_[s];
     PoolState& p = pools_[t.pool];
     if (due_start) {
@@ -68,7 +70,7 @@ void Lifecycle::make_ready(std::uint32_t s, Time now, bool due_start, bool admit
         e.latest_start = add_saturated(e.deadline, -expected_duration(t));
         p.queue.push_deadline(t.priority, e.latest_start, t.id.value, {s, t.gen});
     } else {
-        p.queue.push(t.priority, {s, t.gen});
+        p.queue.push(t.priority, t.fair_key, weight, {s, t.gen}, p.fair.at_cap(t.fair_key, p.counters.running));
     }
     p.dirty = true;
     if (report_implied || !admitting) out_.emit_status(t, now);
@@ -77,6 +79,8 @@ void Lifecycle::make_ready(std::uint32_t s, Time now, bool due_start, bool admit
 void Lifecycle::start_attempt(std::uint32_t s, Time now, WorkerId worker, bool took_best) {
     TaskSlot& t = tasks_[s];
     PoolState& p = pools_[t.pool];
+    // Counted running before it leaves Ready, so that its key's state stays.
+    if (p.fair.add_running(t.fair_key, tasks_.fair_keys, p.counters.running)) p.queue.park_key(t.fair_key);
     leave(t);
     p.metrics.accrue(now, p.counters.running, p.capacity);
     detail::MetricsSlice& m = p.metrics.at(now);
@@ -122,6 +126,7 @@ AttemptState Lifecycle::end_lease(TaskSlot& t, Time now) {
     p.metrics.record_run(now, now - a.started);
     --p.counters.running;
     p.dirty = true;
+    if (p.fair.remove_running(t.fair_key, p.counters.running)) unpark_key(p, t.fair_key);
     return a;
 }
 
@@ -241,6 +246,17 @@ void Lifecycle::shorten_grace(Time now, Time end) {
         abort_all_running(now);
     else
         timers_.push(end, no_slot, 0, TimerKind::ShutdownGrace);
+}
+
+// Below its cap again: its tasks compete again, those that waited at the
+// cap with their ready time (aging and order kept).
+void Lifecycle::unpark_key(PoolState& p, std::uint32_t key) {
+    p.queue.unpark_key(key);
+    p.fair.unpark(key, [this, &p](detail::QueueRef r) {
+        if (!tasks_.live(r)) return;
+        const TaskSlot& t = tasks_[r.slot];
+        p.requeue(t, t.has_deadline ? tasks_.extras(t).latest_start : Time{}, r);
+    });
 }
 
 }  // namespace cronoq::core

@@ -119,7 +119,9 @@ public:
 
 private:
     // Ready (counted, a scaler told of its arrival), in no queue yet.
-    void become_ready(std::uint32_t s, Time now);
+    // Returns its fair key's weight in the pool.
+    double become_ready(std::uint32_t s, Time now);
+    void unpark_key(PoolState& p, std::uint32_t key);
     const RetryPolicy& retry_of(const TaskSlot& t) const {
         const TaskExtras* e = tasks_.find_extras(t);
         return e && e->retry ? *e->retry : pools_[t.pool].config.retry;

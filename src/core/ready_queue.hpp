@@ -1,6 +1,8 @@
 #pragma once
-// The ready tasks of one pool (docs/guide/ordering.md). Per class, a FIFO of deadline-free
-// tasks and a min-heap of deadline tasks by latest start. Aging adds the same
+// The ready tasks of one pool (docs/guide/ordering.md). Per class, the deadline-free
+// tasks shared fairly between their fair keys (fair_queue.hpp,
+// docs/design.md#fair-sharing: FIFO inside a key) and a min-heap of
+// deadline tasks by latest start. Aging adds the same
 // rate to every class, so within a class the FIFO head is the oldest and
 // scores highest; among deadline tasks, the one with the earliest latest
 // start is the most urgent. Deadline-free tasks that come back from waiting
@@ -13,6 +15,8 @@
 //
 // Guaranteed shares (PriorityConfig::min_share) are deficit counting over
 // the same heads: a credit per class, O(classes) more per decision.
+#include "fair_queue.hpp"
+#include "queue_ref.hpp"
 #include "ring.hpp"
 
 #include <cronoq/core/time.hpp>
@@ -26,11 +30,6 @@
 #include <vector>
 
 namespace cronoq::core::detail {
-
-struct QueueRef {
-    std::uint32_t slot;
-    std::uint32_t gen;
-};
 
 /// Ranks two candidates: higher score first, then earlier ready time, then
 /// lower id (submission order).
@@ -62,7 +61,35 @@ public:
     /// class waits, not a balance it can save up.
     void drop_credit(Priority p) { credit_[index_of(p)] = 0; }
 
-    void push(Priority p, QueueRef ref) { classes_[index_of(p)].fifo.push_back(ref); }
+    /// A deadline-free task, behind the others of its fair key; `parked`:
+    /// the key is at its cap.
+    void push(Priority p, FairKeyId key, double weight, QueueRef ref, bool parked) {
+        classes_[index_of(p)].fair.push(key, weight, ref, parked);
+    }
+
+    // ---- fair keys (docs/design.md#fair-sharing) ------------------------------
+    /// A task of `key` started after it won outside the fair order (a
+    /// deadline, a return from a resource): its key pays for the dispatch.
+    void charge(Priority p, FairKeyId key) { classes_[index_of(p)].fair.charge(key); }
+    /// The key reached its cap: its deadline-free tasks wait, in every class.
+    void park_key(FairKeyId key) {
+        for (ClassQueue& c : classes_) c.fair.park(key);
+    }
+    void unpark_key(FairKeyId key) {
+        for (ClassQueue& c : classes_) c.fair.unpark(key);
+    }
+    void set_weight(FairKeyId key, double weight) {
+        for (ClassQueue& c : classes_) c.fair.set_weight(key, weight);
+    }
+    /// Whether the last entry `pop_best` took came from outside the fair
+    /// order (a deadline heap or the returned heap).
+    bool took_outside() const { return took_outside_; }
+    /// Fair keys holding entries in the queue, over the classes.
+    std::size_t fair_states() const {
+        std::size_t n = 0;
+        for (const ClassQueue& c : classes_) n += c.fair.keys();
+        return n;
+    }
 
     void push_deadline(Priority p, Time latest_start, std::uint64_t id, QueueRef ref) {
         auto& heap = classes_[index_of(p)].deadlines;
@@ -102,14 +129,12 @@ public:
     }
     static constexpr unsigned all_classes = (1u << priority_count) - 1;
 
-    /// The live head of a class's FIFO (its longest-waiting deadline-free
-    /// task), dropping stale entries on the way.
+    /// The live head of a class's deadline-free tasks (the next the fair
+    /// order takes: with one key, its longest-waiting), dropping stale
+    /// entries on the way.
     template <class Live>
     std::optional<std::uint32_t> fifo_head(std::size_t cls, Live&& live) {
-        Ring<QueueRef>& fifo = classes_[cls].fifo;
-        while (!fifo.empty() && !live(fifo.front())) fifo.pop_front();
-        if (fifo.empty()) return std::nullopt;
-        return fifo.front().slot;
+        return classes_[cls].fair.head(live);
     }
 
     /// Calls `f(slot)` for the head entry of each FIFO and heap, stale or
@@ -118,7 +143,7 @@ public:
     template <class F>
     void for_each_head(F&& f) const {
         for (const ClassQueue& c : classes_) {
-            if (!c.fifo.empty()) f(c.fifo.front().slot);
+            if (const auto slot = c.fair.peek()) f(*slot);
             if (!c.deadlines.empty()) f(c.deadlines.front().ref.slot);
             if (!c.returned.empty()) f(c.returned.front().ref.slot);
         }
@@ -145,7 +170,6 @@ private:
         for (unsigned left = classes & all_classes; left != 0; left &= left - 1) {
             const auto cls = static_cast<std::size_t>(__builtin_ctz(left));  // the better classes first
             ClassQueue& c = classes_[cls];
-            while (!c.fifo.empty() && !live(c.fifo.front())) c.fifo.pop_front();
             while (!c.deadlines.empty() && !live(c.deadlines.front().ref)) pop_heap(c.deadlines);
             while (!c.returned.empty() && !live(c.returned.front().ref)) pop_heap(c.returned);
             const auto consider = [&](Source source, std::uint32_t slot) {
@@ -162,7 +186,7 @@ private:
                 best = Head{r, cls, source};
                 have_best = true;
             };
-            if (!c.fifo.empty()) consider(Source::Fifo, c.fifo.front().slot);
+            if (const auto slot = c.fair.head(live)) consider(Source::Fifo, *slot);
             if (!c.deadlines.empty()) consider(Source::Deadline, c.deadlines.front().ref.slot);
             if (!c.returned.empty()) consider(Source::Returned, c.returned.front().ref.slot);
         }
@@ -177,6 +201,7 @@ private:
             }
         }
         took_best = chosen.rank.id == best_any->id;
+        took_outside_ = chosen.source != Source::Fifo;
         return take(chosen);
     }
 
@@ -213,8 +238,7 @@ private:
                 break;
             case Source::Fifo:
             default:
-                slot = c.fifo.front().slot;
-                c.fifo.pop_front();
+                slot = c.fair.pop();  // the head `pop` just found live
                 break;
         }
         return slot;
@@ -226,7 +250,7 @@ private:
         QueueRef ref;
     };
     struct ClassQueue {
-        Ring<QueueRef> fifo;
+        FairQueue fair;  // deadline-free tasks, by fair key
         std::vector<DeadlineRef> deadlines;
         std::vector<DeadlineRef> returned;  // keyed by ready time, not latest start
     };
@@ -248,6 +272,7 @@ private:
     std::array<std::int64_t, priority_count> share_units_{};
     std::array<std::int64_t, priority_count> credit_{};
     bool sharing_ = false;
+    bool took_outside_ = false;
 };
 
 }  // namespace cronoq::core::detail

@@ -40,6 +40,7 @@ void Recovery::retain_restored(const RestoredTask& task, const std::string* key,
     t.gen = gen;
     t.id = task.id;
     t.user = task.spec.user;
+    t.fair_key = tasks_.fair_keys.hold(task.spec.fair_key);
     t.ready_since = now;
     t.pool = task.spec.pool;
     t.kind = task.spec.kind;

@@ -12,6 +12,7 @@ class Ring {
 public:
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
+    std::size_t capacity() const { return items_.size(); }
     const T& front() const { return items_[head_]; }
     /// The i-th element from the front.
     const T& operator[](std::size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }

@@ -32,8 +32,14 @@ public:
         free_.push_back(i);
     }
 
+    /// Makes the index available again with the entry as the caller left
+    /// it (storage it keeps for the next user).
+    void recycle(std::uint32_t i) { free_.push_back(i); }
+
     T& operator[](std::uint32_t i) { return items_[i]; }
     const T& operator[](std::uint32_t i) const { return items_[i]; }
+    /// Entries ever made, free ones included.
+    std::uint32_t size() const { return static_cast<std::uint32_t>(items_.size()); }
 
 private:
     std::vector<T, LargeAllocator<T>> items_;

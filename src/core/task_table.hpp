@@ -6,6 +6,7 @@
 // lifecycle (lifecycle.hpp) moves a task from one status to another.
 #include "dependencies.hpp"  // StringMap
 #include "engine_types.hpp"
+#include "fair_keys.hpp"
 #include "flat_id_map.hpp"
 #include "runtime/large_allocator.hpp"
 #include "slab.hpp"
@@ -35,6 +36,8 @@ public:
         TaskSlot& t = slots_[s];
         by_task_.erase(t.id.value);
         t.id = TaskId{};
+        fair_keys.release(t.fair_key);
+        t.fair_key = 0;
         if (t.extras != no_slot) {
             extras_.release(t.extras);
             t.extras = no_slot;
@@ -136,6 +139,9 @@ public:
 
     /// Tasks admitted and not yet terminal.
     std::size_t live_count = 0;
+    /// The fair keys of live and retained tasks: a slot holds its key's
+    /// name (TaskSlot::fair_key) until `forget` releases it.
+    detail::FairKeyNames fair_keys;
 
 private:
     std::vector<TaskSlot, detail::LargeAllocator<TaskSlot>> slots_;

@@ -3,8 +3,11 @@
 //   BM_EngineDispatchComplete/<backlog>  steady state: one completion, which
 //                                        dispatches the next task, and one
 //                                        replacement submission per iteration
+//   BM_EngineDispatchCompleteFair/<backlog>  the same, the tasks spread over
+//                                        10 000 fair keys (all active)
 //   BM_EngineSubmit                      submissions into a growing queue
 //   BM_EngineMemoryPerTask               resident bytes per queued task
+//   BM_EngineMemoryPerTaskFair           the same over 10 000 fair keys
 #include <cronoq/core/engine.hpp>
 
 #include <benchmark/benchmark.h>
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -35,6 +39,22 @@ core::TaskSpec spec_for(std::uint64_t i) {
     return spec;
 }
 
+// Fair keys "tenant-0" ... in turn, four tasks (one of each class) per turn,
+// so that every key has tasks in the class the backlog holds (the names made
+// once, outside the timing).
+constexpr std::size_t fair_keys = 10000;
+struct KeyedSpecs {
+    std::vector<std::string> names;
+    explicit KeyedSpecs(std::size_t keys) {
+        for (std::size_t k = 0; k < keys; ++k) names.push_back("tenant-" + std::to_string(k));
+    }
+    core::TaskSpec operator()(std::uint64_t i) const {
+        core::TaskSpec spec = spec_for(i);
+        if (!names.empty()) spec.fair_key = names[(i / cronoq::priority_count) % names.size()];
+        return spec;
+    }
+};
+
 // Appends the lease of every Dispatch in `actions` to `running`.
 void collect_leases(const std::vector<core::Action>& actions, std::deque<LeaseId>& running) {
     for (const core::Action& a : actions)
@@ -47,9 +67,10 @@ void collect_leases(const std::vector<core::Action>& actions, std::deque<LeaseId
 // Each iteration completes the oldest running attempt (the engine dispatches
 // the best queued task into the freed slot) and submits a replacement, so the
 // backlog stays constant. One dispatch decision per iteration.
-void BM_EngineDispatchComplete(benchmark::State& state) {
+void dispatch_complete(benchmark::State& state, std::size_t keys) {
     const auto backlog = static_cast<std::size_t>(state.range(0));
     constexpr std::size_t capacity = 1024;
+    const KeyedSpecs spec_for(keys);
 
     core::Engine engine;
     engine.add_pool(core::PoolConfig{"bench", capacity});
@@ -92,9 +113,19 @@ void BM_EngineDispatchComplete(benchmark::State& state) {
     const auto c = engine.counters(0);
     if (c.running != capacity || c.ready != backlog) state.SkipWithError("the steady state did not hold");
     state.SetItemsProcessed(state.iterations());
+    if (keys > 0) {
+        const std::size_t active = engine.stats(0, now).active_keys;
+        state.counters["active_keys"] = static_cast<double>(active);
+        if (active != keys) state.SkipWithError("not every key is active");
+    }
     state.SetLabel("items = dispatch decisions");
 }
+void BM_EngineDispatchComplete(benchmark::State& state) { dispatch_complete(state, 0); }
 BENCHMARK(BM_EngineDispatchComplete)->Arg(1000)->Arg(100000)->Arg(1000000);
+// Beside BM_EngineDispatchComplete/100000: what fair sharing between 10 000
+// active keys costs a decision (docs/design.md#fair-sharing).
+void BM_EngineDispatchCompleteFair(benchmark::State& state) { dispatch_complete(state, fair_keys); }
+BENCHMARK(BM_EngineDispatchCompleteFair)->Arg(100000);
 
 // ---- BM_EngineSubmit ----------------------------------------------------------
 
@@ -147,8 +178,9 @@ std::size_t resident_bytes() {
 // before each reading returns memory freed by earlier benchmarks (and the
 // old buffers of grown containers) to the system, so the figure is the
 // engine's footprint, not the allocator's leftovers.
-void BM_EngineMemoryPerTask(benchmark::State& state) {
+void memory_per_task(benchmark::State& state, std::size_t keys) {
     constexpr std::uint64_t tasks = 1000000;
+    const KeyedSpecs spec_for(keys);
     std::size_t before = 0, after = 0;
     for (auto _ : state) {
         state.PauseTiming();
@@ -177,6 +209,9 @@ void BM_EngineMemoryPerTask(benchmark::State& state) {
     state.counters["rss_growth_MiB"] = growth / (1024.0 * 1024.0);
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(tasks));
 }
+void BM_EngineMemoryPerTask(benchmark::State& state) { memory_per_task(state, 0); }
 BENCHMARK(BM_EngineMemoryPerTask)->Iterations(1)->Unit(benchmark::kMillisecond);
+void BM_EngineMemoryPerTaskFair(benchmark::State& state) { memory_per_task(state, fair_keys); }
+BENCHMARK(BM_EngineMemoryPerTaskFair)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -246,6 +246,14 @@ public:
     /// so far stay). Returns why it cannot (unknown name, a semaphore, a
     /// negative or non-finite rate); nothing changes then.
     std::optional<std::string> set_rate(std::string_view bucket, double rate_per_s, Time now);
+    /// The weight of `key` in `pool` from the next decision on
+    /// (docs/design.md#fair-sharing), overriding the configured one. Throws
+    /// ConfigError for a pool id out of range or a weight that is not
+    /// finite and > 0; nothing changes then.
+    void set_fair_weight(PoolId pool, std::string_view key, double weight, Time now);
+    /// Fair key names the engine holds interned: those of its live and
+    /// retained tasks ("" not counted).
+    std::size_t known_fair_keys() const;
 
     /// When `tick` next has work; empty when nothing is timed.
     std::optional<Time> next_wakeup() const {

@@ -4,6 +4,7 @@
 #include <cronoq/bounds.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/dep.hpp>
+#include <cronoq/fairness.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/priority.hpp>
 #include <cronoq/resource.hpp>
@@ -59,6 +60,9 @@ struct PoolConfig {
     /// `capacity` and `min_workers` are not used, `autoscale` is a
     /// ConfigError, and a `lease_ttl` of 30 s applies when none is given.
     bool remote = false;
+    /// Shares between the pool's fair keys and their caps
+    /// (docs/design.md#fair-sharing).
+    FairnessConfig fairness{};
 };
 
 /// Units of a shared resource a task needs for each attempt.
@@ -127,6 +131,11 @@ struct TaskSpec {
     /// engine and handed back in every action about the task, so that its
     /// owner needs no map from task id to what it keeps.
     std::uint64_t user = 0;
+    /// The tenant it counts against (docs/design.md#fair-sharing): between
+    /// the ready tasks of a pool and class, dispatches go to fair keys in
+    /// proportion to their weights. Empty: the key "", shared by every task
+    /// without one.
+    std::string fair_key;
 };
 
 /// A task as a durable store last committed it, for `Engine::restore`

@@ -1,0 +1,228 @@
+#pragma once
+// The deadline-free ready tasks of one pool's class, shared fairly between
+// their fair keys (docs/design.md#fair-sharing).
+//
+// Weighted fair queuing by virtual finish tags (start-time fair queuing):
+// every key with ready tasks has a tag; the key with the least tag is served
+// next, the class's virtual time moves to that tag, and the key's tag grows
+// by 1 / weight. A key that becomes active starts one step past the virtual
+// time, so it banks no credit while idle; while keys stay backlogged, each
+// gets dispatches in proportion to its weight, within one dispatch of its
+// exact share. Inside a key, first in, first out (aging adds the same to
+// every task of a class, so the oldest scores highest).
+//
+// Why tags and not deficit round robin: weights are any positive real, a
+// weight change applies from the next dispatch without rounding a quantum,
+// and the order between keys is a heap, O(log active keys) per decision.
+//
+// A key holds state only while it has entries (ready tasks, or stale
+// entries not yet dropped); its state goes when its last entry is taken.
+// The key "" (id 0, every task without a fair key) lives outside the map:
+// a pool whose tasks have no keys pays no lookup.
+//
+// Entries are removed lazily, as in the ready queue: an entry whose task
+// left the Ready state is dropped when it reaches its key's front.
+#include "flat_id_map.hpp"
+#include "queue_ref.hpp"
+#include "ring.hpp"
+#include "slab.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace cronoq::core::detail {
+
+/// A fair key, interned per engine; 0 is the key "".
+using FairKeyId = std::uint32_t;
+
+class FairQueue {
+public:
+    /// Adds `ref` at the back of `key`'s tasks; a key that had none becomes
+    /// active, one step of `weight` past the virtual time.
+    /// `parked`: the key is at its cap (a key new here starts parked).
+    void push(FairKeyId key, double weight, QueueRef ref, bool parked = false) {
+        KeyQueue& k = key_queue(key);
+        const bool was_idle = k.fifo.empty();
+        k.fifo.push_back(ref);
+        ++entries_;
+        if (!was_idle) return;  // its weight is current: set_weight keeps it
+        k.step = 1.0 / weight;
+        k.parked = parked;
+        if (!parked) activate(key, k);
+    }
+
+    /// The slot at the front of the key on top, stale or not, without a
+    /// change: what the next decision will likely read.
+    std::optional<std::uint32_t> peek() const {
+        if (heap_.empty()) return std::nullopt;
+        const KeyQueue* k = find(heap_.front().key);
+        if (!k || k->fifo.empty()) return std::nullopt;
+        return k->fifo.front().slot;
+    }
+
+    /// The slot at the front of the key with the least tag among the keys
+    /// not parked, dropping stale entries (`live(ref)` false) and the state
+    /// of keys they leave empty; empty when no key has a live task.
+    template <class Live>
+    std::optional<std::uint32_t> head(Live&& live) {
+        while (!heap_.empty()) {
+            const HeapEntry top = heap_.front();
+            KeyQueue* k = find(top.key);
+            if (!k || k->live_order != top.order || k->parked) {
+                pop_heap();
+                continue;
+            }
+            while (!k->fifo.empty() && !live(k->fifo.front())) {
+                k->fifo.pop_front();
+                --entries_;
+            }
+            if (!k->fifo.empty()) return k->fifo.front().slot;
+            pop_heap();
+            erase(top.key);
+        }
+        return std::nullopt;
+    }
+
+    /// Takes the front returned by the last `head`: the virtual time moves
+    /// to its key's tag, and the key, if it has more, waits one step more.
+    /// Returns its slot.
+    std::uint32_t pop() {
+        const FairKeyId key = heap_.front().key;
+        KeyQueue& k = *find(key);
+        const std::uint32_t slot = k.fifo.front().slot;
+        k.fifo.pop_front();
+        --entries_;
+        vtime_ = k.finish;
+        if (k.fifo.empty()) {
+            pop_heap();
+            erase(key);
+            return slot;
+        }
+        k.finish += k.step;
+        if (heap_.size() == 1) {
+            // Alone (a pool whose tasks have no keys): its entry stays on top.
+            heap_.front().finish = k.finish;
+            return slot;
+        }
+        pop_heap();
+        push_heap(key, k);
+        return slot;
+    }
+
+    /// A key served outside this queue (its task with a deadline, or one
+    /// back from a resource, won on score): charged one dispatch, so that
+    /// its share counts every dispatch of its class.
+    void charge(FairKeyId key) {
+        KeyQueue* k = find(key);
+        if (!k || k->fifo.empty()) return;  // no backlog here: nothing to balance
+        k->finish += k->step;
+        if (!k->parked) push_heap(key, *k);
+    }
+
+    /// The key's weight from its next step on (Scheduler::set_fair_weight).
+    void set_weight(FairKeyId key, double weight) {
+        if (KeyQueue* k = find(key)) k->step = 1.0 / weight;
+    }
+
+    /// A key at its concurrency cap leaves the competition, keeping its
+    /// tasks and its tag, without holding back the other keys.
+    void park(FairKeyId key) {
+        if (KeyQueue* k = find(key)) k->parked = true;  // its heap entries go stale
+    }
+    /// Back in the competition, at no earlier tag than the virtual time.
+    void unpark(FairKeyId key) {
+        KeyQueue* k = find(key);
+        if (!k || !k->parked) return;
+        k->parked = false;
+        if (k->fifo.empty()) return erase(key);
+        k->finish = std::max(k->finish, vtime_ + k->step);
+        push_heap(key, *k);
+    }
+
+    /// Keys holding entries (live or stale), parked ones included.
+    std::size_t keys() const { return index_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
+    /// Entries held, stale ones included.
+    std::size_t entries() const { return entries_; }
+
+private:
+    struct KeyQueue {
+        Ring<QueueRef> fifo;
+        double finish = 0;
+        double step = 1;
+        // The order of its one live heap entry: unique over the queue's life,
+        // so an entry left by a key's earlier state never passes for live.
+        std::uint64_t live_order = ~std::uint64_t{0};
+        bool parked = false;
+    };
+    struct HeapEntry {
+        double finish;
+        std::uint64_t order;  // ties: the key that waited longest for its tag
+        FairKeyId key;
+    };
+    // Heap order: the least tag on top, then the earliest tagged.
+    static bool after(const HeapEntry& a, const HeapEntry& b) {
+        if (a.finish != b.finish) return a.finish > b.finish;
+        return a.order > b.order;
+    }
+
+    KeyQueue& key_queue(FairKeyId key) {
+        if (key == 0) return unkeyed_;
+        if (const std::uint32_t* i = index_.find(key)) return states_[*i];
+        const std::uint32_t i = states_.acquire();
+        index_.insert(key, i);
+        return states_[i];
+    }
+    KeyQueue* find(FairKeyId key) {
+        if (key == 0) return &unkeyed_;
+        const std::uint32_t* i = index_.find(key);
+        return i ? &states_[*i] : nullptr;
+    }
+    const KeyQueue* find(FairKeyId key) const { return const_cast<FairQueue*>(this)->find(key); }
+    void erase(FairKeyId key) {
+        if (key == 0) {
+            unkeyed_.parked = false;
+            return;  // its ring keeps its storage: the key "" is always there
+        }
+        const std::uint32_t i = *index_.find(key);
+        index_.erase(key);
+        // A small ring keeps its storage for the next key that takes the
+        // entry: a key that comes and goes (one task at a time in a class)
+        // costs no allocation.
+        if (states_[i].fifo.capacity() > small_ring) return states_.release(i);
+        KeyQueue& k = states_[i];
+        k.finish = 0;
+        k.step = 1;
+        k.live_order = ~std::uint64_t{0};
+        k.parked = false;
+        states_.recycle(i);
+    }
+
+    void activate(FairKeyId key, KeyQueue& k) {
+        k.finish = vtime_ + k.step;
+        push_heap(key, k);
+    }
+    void push_heap(FairKeyId key, KeyQueue& k) {
+        k.live_order = next_order_++;
+        heap_.push_back(HeapEntry{k.finish, k.live_order, key});
+        std::push_heap(heap_.begin(), heap_.end(), after);
+    }
+    void pop_heap() {
+        std::pop_heap(heap_.begin(), heap_.end(), after);
+        heap_.pop_back();
+    }
+
+    static constexpr std::size_t small_ring = 16;
+    KeyQueue unkeyed_;
+    // The other active keys: an open-addressing index (interned ids are
+    // dense, so neighbours share a line) into a slab of states, reused.
+    FlatIdMap index_;
+    Slab<KeyQueue> states_;
+    std::vector<HeapEntry> heap_;
+    double vtime_ = 0;
+    std::uint64_t next_order_ = 0;
+    std::size_t entries_ = 0;
+};
+
+}  // namespace cronoq::core::detail

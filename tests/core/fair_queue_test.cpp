@@ -1,0 +1,153 @@
+// Weighted fair queuing between the fair keys of one class (src/core/fair_queue.hpp).
+#include "core/fair_queue.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+namespace cronoq::core::detail {
+namespace {
+
+// Slots number the tasks; a task is live until `dead` holds its slot.
+struct Fixture {
+    FairQueue q;
+    std::set<std::uint32_t> dead;
+    std::map<std::uint32_t, FairKeyId> key_of;
+    std::uint32_t next = 0;
+
+    std::uint32_t add(FairKeyId key, double weight = 1.0) {
+        const std::uint32_t slot = next++;
+        key_of[slot] = key;
+        q.push(key, weight, QueueRef{slot, 0});
+        return slot;
+    }
+    std::optional<std::uint32_t> take() {
+        auto slot = q.head([this](QueueRef r) { return !dead.count(r.slot); });
+        if (slot) q.pop();
+        return slot;
+    }
+    // Dispatches per key over the next `n` takes.
+    std::map<FairKeyId, int> serve(int n) {
+        std::map<FairKeyId, int> count;
+        for (int i = 0; i < n; ++i) {
+            auto slot = take();
+            if (!slot) break;
+            ++count[key_of[*slot]];
+        }
+        return count;
+    }
+};
+
+TEST(FairQueue, BackloggedKeysShareDispatchesByWeightWithinOne) {
+    for (int n : {9, 45, 90, 450}) {
+        Fixture g;
+        for (int i = 0; i < 400; ++i) {
+            g.add(1, 1.0);
+            g.add(2, 3.0);
+            g.add(0, 0.5);  // the key "": weight 0.5
+        }
+        auto count = g.serve(n);
+        const double total = 4.5;
+        EXPECT_NEAR(count[1], n * 1.0 / total, 1.0) << n;
+        EXPECT_NEAR(count[2], n * 3.0 / total, 1.0) << n;
+        EXPECT_NEAR(count[0], n * 0.5 / total, 1.0) << n;
+    }
+}
+
+TEST(FairQueue, InsideAKeyFirstInFirstOut) {
+    Fixture f;
+    std::vector<std::uint32_t> a, b;
+    for (int i = 0; i < 5; ++i) {
+        a.push_back(f.add(7));
+        b.push_back(f.add(8));
+    }
+    std::vector<std::uint32_t> got_a, got_b;
+    while (auto s = f.take()) (f.key_of[*s] == 7 ? got_a : got_b).push_back(*s);
+    EXPECT_EQ(got_a, a);
+    EXPECT_EQ(got_b, b);
+}
+
+TEST(FairQueue, AFloodDoesNotStarveTheOthers) {
+    Fixture f;
+    for (int i = 0; i < 9000; ++i) f.add(1);
+    for (FairKeyId k = 2; k <= 10; ++k)
+        for (int i = 0; i < 100; ++i) f.add(k);
+    // Ten keys backlogged: each small key gets a tenth of the dispatches,
+    // not its 1 % share of the tasks.
+    auto count = f.serve(500);
+    for (FairKeyId k = 1; k <= 10; ++k) EXPECT_NEAR(count[k], 50, 1) << "key " << k;
+}
+
+TEST(FairQueue, AKeyBanksNoCreditWhileIdle) {
+    Fixture f;
+    for (int i = 0; i < 100; ++i) f.add(1);
+    f.serve(50);  // key 1 alone: every dispatch
+    for (int i = 0; i < 100; ++i) f.add(2);
+    // Key 2 was idle during those 50: it now gets half, not 50 in a row.
+    auto count = f.serve(20);
+    EXPECT_NEAR(count[2], 10, 1);
+    EXPECT_NEAR(count[1], 10, 1);
+}
+
+TEST(FairQueue, StaleEntriesAreDroppedAndAnEmptyKeyHoldsNoState) {
+    Fixture f;
+    const auto a = f.add(1);
+    const auto b = f.add(2);
+    const auto c = f.add(2);
+    EXPECT_EQ(f.q.keys(), 2u);
+    f.dead.insert(a);  // its task left Ready (cancelled, say)
+    f.dead.insert(b);
+    EXPECT_EQ(f.take(), c);
+    EXPECT_EQ(f.take(), std::nullopt);
+    EXPECT_EQ(f.q.keys(), 0u);
+    EXPECT_EQ(f.q.entries(), 0u);
+}
+
+TEST(FairQueue, AParkedKeyWaitsWithoutHoldingBackTheOthers) {
+    Fixture f;
+    for (int i = 0; i < 10; ++i) {
+        f.add(1);
+        f.add(2);
+    }
+    f.q.park(1);  // at its concurrency cap
+    auto count = f.serve(6);
+    EXPECT_EQ(count[1], 0);
+    EXPECT_EQ(count[2], 6);
+    EXPECT_EQ(f.q.keys(), 2u);  // key 1 keeps its tasks
+    f.q.unpark(1);
+    // Back at the virtual time: no catch-up for the time it was parked.
+    count = f.serve(4);
+    EXPECT_EQ(count[1], 2);
+    EXPECT_EQ(count[2], 2);
+}
+
+TEST(FairQueue, AChargedKeyYieldsItsTurn) {
+    Fixture f;
+    for (int i = 0; i < 20; ++i) {
+        f.add(1);
+        f.add(2);
+    }
+    // Key 1 won four dispatches elsewhere (tasks with deadlines, say).
+    for (int i = 0; i < 4; ++i) f.q.charge(1);
+    auto count = f.serve(8);
+    EXPECT_EQ(count[2], 6);
+    EXPECT_EQ(count[1], 2);
+}
+
+TEST(FairQueue, AWeightChangeAppliesFromTheNextStep) {
+    Fixture f;
+    for (int i = 0; i < 200; ++i) {
+        f.add(1);
+        f.add(2);
+    }
+    f.serve(10);
+    f.q.set_weight(2, 4.0);
+    auto count = f.serve(101);  // after one step at the old weight, 1 : 4
+    EXPECT_NEAR(count[2], 80, 2);
+    EXPECT_NEAR(count[1], 20, 2);
+}
+
+}  // namespace
+}  // namespace cronoq::core::detail
