@@ -140,6 +140,25 @@ HighWaterMarks read_marks(Connection& c, const Names& n) {
     return marks;
 }
 
+// Runs `body` between `begin` and COMMIT; on any exception, rolls back
+// (when the connection is still there to hear it) and rethrows.
+template <class Body>
+void in_transaction(Connection& c, const char* begin, Body&& body) {
+    c.exec(begin);
+    try {
+        body();
+        c.exec("COMMIT");
+    } catch (...) {
+        if (c.alive()) {
+            try {
+                c.exec("ROLLBACK");
+            } catch (const StoreError&) {
+            }
+        }
+        throw;
+    }
+}
+
 }  // namespace
 
 Names::Names(const Connection& connection, const std::string& name)
@@ -172,8 +191,7 @@ void migrate(Connection& c, const Names& n) {
         if (error.kind() != StoreErrorKind::Io) throw;
         // Missing privileges on the catalog are reported by the locked pass.
     }
-    c.exec("BEGIN");
-    try {
+    in_transaction(c, "BEGIN", [&] {
         c.exec("SELECT pg_advisory_xact_lock($1::bigint)", {Param(n.lock_key ^ 1)});
         std::int64_t version = read_version(c, n);
         if (version == 0) {
@@ -186,16 +204,7 @@ void migrate(Connection& c, const Names& n) {
             c.exec(migrate_v1_to_v2(n));
             version = 2;
         }
-        c.exec("COMMIT");
-    } catch (...) {
-        if (c.alive()) {
-            try {
-                c.exec("ROLLBACK");
-            } catch (const StoreError&) {
-            }
-        }
-        throw;
-    }
+    });
 }
 
 std::int64_t verify(Connection& c, const Names& n) {
@@ -242,9 +251,9 @@ std::vector<TaskRow> list_tasks(Connection& c, const Names& n, TaskStatus status
 }
 
 std::vector<TaskRow> query_tasks(Connection& c, const Names& n, const TaskQueryPlan& plan) {
-    c.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");  // one snapshot for every walk
     std::vector<TaskRow> rows;
-    try {
+    // One snapshot for every walk.
+    in_transaction(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [&] {
         std::vector<std::string> pools;
         if (plan.needs_pools()) {
             Result r = c.exec(pools_sql(n.tasks));
@@ -256,16 +265,7 @@ std::vector<TaskRow> query_tasks(Connection& c, const Names& n, const TaskQueryP
             Result r = c.exec(walk.sql, params);
             for (int i = 0; i < r.rows(); ++i) rows.push_back(read_row(r, i, n));
         }
-        c.exec("COMMIT");
-    } catch (...) {
-        if (c.alive()) {
-            try {
-                c.exec("ROLLBACK");
-            } catch (const StoreError&) {
-            }
-        }
-        throw;
-    }
+    });
     return rows;
 }
 
