@@ -54,30 +54,30 @@ void WaitingRoom::drop_start(TaskSlot& t) {
     t.has_start = false;
 }
 
-void WaitingRoom::key_taken(const std::string& key, TaskId holder) {
+std::optional<std::vector<detail::Edge>> WaitingRoom::stop_awaiting(const std::string& key) {
     auto w = graph_.awaiting.find(key);
-    if (w == graph_.awaiting.end()) return;
+    if (w == graph_.awaiting.end()) return std::nullopt;
     std::vector<detail::Edge> edges = std::move(w->second);
     graph_.awaiting.erase(w);
     for (const detail::Edge& e : edges) {
         detail::BlockedTask& b = graph_.blocked.at(e.child.value);
         if (auto k = std::find(b.awaited.begin(), b.awaited.end(), key); k != b.awaited.end()) b.awaited.erase(k);
-        b.parents.push_back(holder);
     }
+    return edges;
+}
+
+void WaitingRoom::key_taken(const std::string& key, TaskId holder) {
+    auto edges = stop_awaiting(key);
+    if (!edges) return;
+    for (const detail::Edge& e : *edges) graph_.blocked.at(e.child.value).parents.push_back(holder);
     auto& mine = graph_.dependents[holder.value];
-    mine.insert(mine.end(), edges.begin(), edges.end());
+    mine.insert(mine.end(), edges->begin(), edges->end());
 }
 
 void WaitingRoom::key_ended(const std::string& key, TaskId holder, TaskStatus status) {
-    auto w = graph_.awaiting.find(key);
-    if (w == graph_.awaiting.end()) return;
-    std::vector<detail::Edge> edges = std::move(w->second);
-    graph_.awaiting.erase(w);
-    for (const detail::Edge& e : edges) {
-        detail::BlockedTask& b = graph_.blocked.at(e.child.value);
-        if (auto k = std::find(b.awaited.begin(), b.awaited.end(), key); k != b.awaited.end()) b.awaited.erase(k);
-    }
-    graph_.dependents[holder.value] = std::move(edges);
+    auto edges = stop_awaiting(key);
+    if (!edges) return;
+    graph_.dependents[holder.value] = std::move(*edges);
     graph_.resolved.emplace_back(holder, status);
 }
 

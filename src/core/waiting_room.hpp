@@ -10,6 +10,7 @@
 #include "task_table.hpp"
 #include "timer_heap.hpp"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,6 +66,9 @@ public:
     void resolve_dependents(Time now, Lifecycle& life);
 
 private:
+    /// The edges of the tasks that awaited `key`, which await it no longer
+    /// (its holder is now known); empty when none did.
+    std::optional<std::vector<detail::Edge>> stop_awaiting(const std::string& key);
     detail::DepGraph graph_;
     std::unordered_map<std::uint64_t, StartInfo> starts_;  // by task id, until the task ends
     TaskTable& tasks_;
