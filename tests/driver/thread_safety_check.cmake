@@ -2,28 +2,13 @@
 # driver (src/driver and its subfolders) with Clang's thread-safety analysis,
 # syntax only, warnings as errors: a member annotated CRONOQ_GUARDED_BY the
 # engine's mutex touched without it held, or a call that CRONOQ_REQUIRES it
-# made without it, fails (include/cronoq/detail/thread_safety.hpp). As in
-# headers_compile_clang, cronoq's include folder is an ordinary one and
-# every other folder a system one; the implicit folders are left out.
+# made without it, fails (include/cronoq/detail/thread_safety.hpp). The
+# command line is the one of tests/clang_arguments.cmake.
 # -DCXX=<clang++> -DSOURCES_DIR=<src/driver> -DOWN_INCLUDE=<dir> and
 # |-separated INCLUDES, IMPLICIT, DEFINITIONS.
 cmake_minimum_required(VERSION 3.25)
-foreach(name INCLUDES IMPLICIT DEFINITIONS)
-    string(REPLACE "|" ";" ${name} "${${name}}")
-endforeach()
-set(arguments -std=c++20 -fsyntax-only -Wthread-safety -Werror
-    # Asio 1.22 looks for coroutines only in libc++ under Clang; Clang 14 with
-    # libstdc++ has them in <coroutine>.
-    -DASIO_HAS_CO_AWAIT=1)
-foreach(definition IN LISTS DEFINITIONS)
-    list(APPEND arguments -D${definition})
-endforeach()
-list(APPEND arguments -I${OWN_INCLUDE})
-foreach(dir IN LISTS INCLUDES)
-    if(NOT dir STREQUAL OWN_INCLUDE AND NOT dir IN_LIST IMPLICIT)
-        list(APPEND arguments -isystem ${dir})
-    endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../clang_arguments.cmake)
+cronoq_clang_arguments(arguments "-Wthread-safety;-Werror")
 file(GLOB_RECURSE sources ${SOURCES_DIR}/*.cpp)
 list(SORT sources)
 set(failed "")
