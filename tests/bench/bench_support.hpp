@@ -92,4 +92,19 @@ asio::awaitable<std::int64_t> submit_many_and_sum(Sched sched, int n) {
     co_return sum;
 }
 
+/// Tasks 0..n-1, one at a time (each submitted once the previous result
+/// came back); returns the sum of their outputs.
+template <class Sched>
+asio::awaitable<std::int64_t> one_at_a_time(Sched sched, int n) {
+    std::int64_t sum = 0;
+    for (int i = 0; i < n; ++i) {
+        auto submitted = sched.try_submit(cronoq::Task<int>(i));
+        if (!submitted) throw std::runtime_error("try_submit: " + submitted.message());
+        auto wait = submitted.value().result();
+        std::shared_ptr<const int> out = co_await std::move(wait);
+        sum += *out;
+    }
+    co_return sum;
+}
+
 }  // namespace cronoq_bench

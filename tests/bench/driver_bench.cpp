@@ -132,23 +132,11 @@ std::string check_sum(std::future<std::int64_t>& done, int n, const char* what) 
 
 // ---- BM_DriverRoundTrip -------------------------------------------------------
 
-// `n` round trips, one after the other: submit, the executor runs, the
-// awaited result comes back.
-asio::awaitable<std::int64_t> round_trips(Sched sched, int n) {
-    std::int64_t sum = 0;
-    for (int i = 0; i < n; ++i) {
-        auto submitted = sched.try_submit(cronoq::Task<int>(i));
-        if (!submitted) throw std::runtime_error("try_submit: " + submitted.message());
-        auto wait = submitted.value().result();
-        std::shared_ptr<const int> out = co_await std::move(wait);
-        sum += *out;
-    }
-    co_return sum;
-}
-
 // Runs `round_trips(n)` (a coroutine adding up the outputs of n round
-// trips) on `io` by this thread, in batches of `batch`: `warmups` batches
-// untimed, then the timed ones, whose allocations it reports. `timed(true)`
+// trips, one after the other: submit, the executor runs, the awaited
+// result comes back; cronoq_bench::one_at_a_time for the driver) on `io`
+// by this thread, in batches of `batch`: `warmups` batches untimed, then
+// the timed ones, whose allocations it reports. `timed(true)`
 // and `timed(false)` are called around the timed part. Marks the benchmark
 // failed on a wrong sum or an exception.
 template <class RoundTrips, class Timed>
@@ -185,7 +173,7 @@ void BM_DriverRoundTrip(benchmark::State& state) {
     Sched sched = make_scheduler(io, 1);
     std::uint64_t locks_before = 0;
     round_trip_batches(
-        state, io, warmup_batches, [&](int n) { return round_trips(sched, n); },
+        state, io, warmup_batches, [&](int n) { return cronoq_bench::one_at_a_time(sched, n); },
         [&](bool start) {
             if (start)
                 locks_before = cronoq::diagnostics::lock_acquisitions(sched);

@@ -152,26 +152,13 @@ void BM_RemoteThroughput(benchmark::State& state) {
 }
 BENCHMARK(BM_RemoteThroughput)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-/// Tasks 0..n-1, one at a time: each submitted once the previous result came.
-asio::awaitable<std::int64_t> one_at_a_time(Sched sched, int n) {
-    std::int64_t sum = 0;
-    for (int i = 0; i < n; ++i) {
-        auto submitted = sched.try_submit(cronoq::Task<int>(i));
-        if (!submitted) throw std::runtime_error("try_submit: " + submitted.message());
-        auto wait = submitted.value().result();
-        std::shared_ptr<const int> out = co_await std::move(wait);
-        sum += *out;
-    }
-    co_return sum;
-}
-
 // BM_RemoteRoundTrip: one task at a time on one worker process, the latency
 // of a lone task (lease out, complete back): batching must not make it wait.
 void BM_RemoteRoundTrip(benchmark::State& state) {
     constexpr int round_trips = 200;
     RemoteSetup setup(1);
     auto run_batch = [&] {
-        return setup.run(one_at_a_time(setup.sched(), round_trips), round_trips, "BM_RemoteRoundTrip");
+        return setup.run(cronoq_bench::one_at_a_time(setup.sched(), round_trips), round_trips, "BM_RemoteRoundTrip");
     };
     std::string error = setup.error;
     if (error.empty()) error = run_batch();
