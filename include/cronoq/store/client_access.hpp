@@ -43,7 +43,9 @@ public:
     /// returned (or since the watch was made), false after `timeout`.
     /// Throws StoreError when the store cannot be read.
     virtual bool wait(std::chrono::milliseconds timeout) = 0;
-    /// Makes a `wait` in progress return false at once (from any thread).
+    /// Makes a `wait` in progress return false at once (from any thread);
+    /// with none in progress, the next `wait` does, so that an interrupt is
+    /// never lost.
     virtual void interrupt() = 0;
 };
 
