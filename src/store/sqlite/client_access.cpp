@@ -43,6 +43,7 @@ Connection& SqliteClientAccess::connection() const {
 }
 
 std::vector<ClientSubmitted> SqliteClientAccess::submit(std::vector<TaskRow> rows) {
+    check_client_rows(rows);
     std::lock_guard lock(mutex_);
     Connection& c = connection();
     // BEGIN IMMEDIATE: the write lock from the start, so no other writer

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace cronoq::test {
@@ -80,6 +81,18 @@ TEST_P(Clients, IdsComeFromTheClientRangeUniqueAndIncreasing) {
         EXPECT_EQ(task->payload, "payload-1");
     }
     EXPECT_EQ(site().count_tasks(), 5);
+}
+
+TEST_P(Clients, OnlyStatusesAdmissionGivesAreSubmitted) {
+    auto store = site().open();
+    store::TaskRow running = task_row(0);
+    running.status = TaskStatus::Running;
+    store::TaskRow blocked = task_row(0);
+    blocked.status = TaskStatus::Blocked;
+    EXPECT_THROW(store->client_access().submit({blocked, running}), std::invalid_argument);
+    EXPECT_EQ(site().count_tasks(), 0);
+    const auto got = store->client_access().submit({blocked});
+    EXPECT_EQ(store->get_task(got.at(0).id)->status, TaskStatus::Blocked);
 }
 
 TEST_P(Clients, AKeyResolvesToALiveTaskAndWithinOneCall) {
