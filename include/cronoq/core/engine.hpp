@@ -200,6 +200,22 @@ public:
     /// remote pool, whose capacity is its workers' granted slots.
     void set_capacity(PoolId pool, std::size_t capacity, Time now);
 
+    /// Pauses a pool (docs/guide/operations.md, "Pause and resume"): it
+    /// goes on admitting and queueing tasks (bounds apply as usual), but
+    /// dispatches none, to a local slot or a remote worker; running
+    /// attempts go on and end as usual. Backoffs end, fixed starts come due
+    /// and dependencies resolve into `Ready`; a due fixed start that the
+    /// pause holds past its tolerance follows its miss policy at `resume`.
+    /// Its autoscaler holds still (no evaluation, no `ScaleTo`). Returns
+    /// whether the pool was running; throws std::out_of_range for an
+    /// unknown pool.
+    bool pause(PoolId pool, Time now);
+    /// Lets a paused pool dispatch again (ready tasks in their usual order)
+    /// and its autoscaler evaluate. Returns whether it was paused; throws
+    /// std::out_of_range for an unknown pool.
+    bool resume(PoolId pool, Time now);
+    bool paused(PoolId pool) const;
+
     /// The open question to a pool's user scaler (`PoolConfig::user_scaler`):
     /// what its `desired(input)` is to be called with, from the evaluation
     /// that emitted `AskScaler`; empty when no question is open.
