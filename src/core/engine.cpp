@@ -134,7 +134,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
         return {*error, std::move(why)};
     }
     const std::uint32_t slot = s.tasks.allocate();
-    const TaskId id = s.admission.admit_one(spec, slot);
+    const TaskId id = s.admission.admit_one(spec, slot, now);
     if (!s.life.start_at_once(slot, now)) s.life.make_ready(slot, now, false, /*admitting=*/true);
     s.settle(now);
     return id;

@@ -11,6 +11,7 @@
 // "no_engine"): the driver's public headers must not include it.
 #define CRONOQ_CORE_ENGINE_HPP_INCLUDED 1
 #include <cronoq/core/action.hpp>
+#include <cronoq/core/task_scan.hpp>
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/ids.hpp>
@@ -290,6 +291,18 @@ public:
     /// owner that lets go, at that status, of what the value refers to;
     /// saves it a look-up per task. Takes effect from the next call.
     void release_users_at_end(bool on);
+    /// Up to `limit` live or retained tasks with ids below `below` that
+    /// `filter` selects, newest (highest id) first. Bounded work: with up
+    /// to `scan_all_below` tasks held it reads each once (so a page is full
+    /// when enough match); with more, it walks ids down from `below`,
+    /// looking at most at `id_budget` of them, and the page may be short
+    /// (its `next_below` says where to go on). Every matching task is on
+    /// exactly one page of a walk from `below` = max down; tasks admitted
+    /// after the first page have higher ids and do not appear.
+    TaskScanPage scan(const TaskFilter& filter, std::uint64_t below, std::size_t limit) const;
+    static constexpr std::size_t scan_all_below = 65536;
+    static constexpr std::size_t id_budget = 8192;
+
     /// A live or retained task's status; empty once forgotten.
     std::optional<TaskStatus> status(TaskId task) const;
     /// Whether `Status` actions also report the two transitions other
