@@ -1,6 +1,7 @@
 #pragma once
 // The untyped heart of the driver. `Scheduler<P, O>` is a thin typed shell
 // over it, so that the Asio-heavy code compiles once, in src/driver.
+#include <cronoq/attempt_observer.hpp>
 #include <cronoq/clock.hpp>
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/detail/erased.hpp>
@@ -53,6 +54,8 @@ struct SchedulerOptions {
     /// made before the scheduler: `create` attaches those no other
     /// scheduler took, so they see the recovery of `open()`.
     std::vector<std::weak_ptr<EventQueue>> subscriptions;
+    /// Told of every attempt's start and end (docs/guide/operations.md, "Tracing").
+    AttemptObserver observer;
     ErasedCodec codec;
 };
 
