@@ -38,7 +38,8 @@ void Actions::apply(const EngineHeld& held, core::Time now) {
     if (s_.actions.empty()) return Timers(s_).rearm(s_.held());
     // Wall time stamps events and stored rows: read that clock only for them.
     const bool events = s_.delivery.has_subscribers();
-    const auto wall = events || s_.durable ? s_.clock->system_now() : std::chrono::system_clock::time_point{};
+    const auto wall = events || s_.durable || s_.observers.active() ? s_.clock->system_now()
+                                                                      : std::chrono::system_clock::time_point{};
     // Under a backlog, a dispatched task's record was last touched at its
     // admission and is long out of cache: the record of the dispatch a few
     // ahead starts loading while this one is handled, so that their misses
@@ -63,10 +64,13 @@ void Actions::apply(const EngineHeld& held, core::Time now) {
     Shutdown(s_).check_drained(s_.held());
 }
 
-void Actions::on(core::Dispatch& d, core::Time, WallTime) {
+void Actions::on(core::Dispatch& d, core::Time now, WallTime wall) {
     TaskRecord* record = from_user(d.user);
     PoolRuntime& pool = s_.pools[d.pool];
     record->set_status(TaskStatus::Running);  // also when the engine reports it
+    // Told before the attempt starts: the starts come after this step's
+    // deferred work (StepPipeline::end_step), a remote lease with it.
+    if (s_.observers.active()) s_.observers.started(s_.held(), *record, d.lease, d.attempt, now, wall, s_.deferred);
     if (d.worker) return dispatch_remote(d, *record, pool);
     auto attempt = s_.attempt_blocks.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));
@@ -82,7 +86,11 @@ void Actions::on(core::Dispatch& d, core::Time, WallTime) {
     s_.starts.push_back(std::move(attempt));
 }
 
-void Actions::on(core::Abort& a, core::Time, WallTime) {
+void Actions::on(core::Abort& a, core::Time now, WallTime) {
+    // Handing over (a store-backed shutdown's grace ended, or the lead was
+    // lost), no status follows: the attempt is left to the next leader.
+    if (s_.observers.active() && s_.durable && s_.engine.is_shutting_down() && a.reason == core::AbortReason::Shutdown)
+        s_.observers.handed_over(s_.held(), a.task, now, s_.deferred);
     TaskRecord* record = from_user(a.user);
     if (!record->live || record->live->lease != a.lease) return;
     std::shared_ptr<Attempt> owner = std::move(record->live);
@@ -109,6 +117,7 @@ void Actions::on(core::Abort& a, core::Time, WallTime) {
 }
 
 void Actions::on(core::Status& s, core::Time now, WallTime wall) {
+    if (s_.observers.active()) s_.observers.status(s_.held(), s.task, s.status, s.message, s.at, s_.deferred);
     TaskRecord* record = from_user(s.user);
     if (!record) return;
     record->set_status(s.status);

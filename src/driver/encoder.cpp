@@ -1,6 +1,8 @@
 // The driver's one encoder (encoder.hpp).
 #include "encoder.hpp"
 
+#include "lease_tags.hpp"
+
 #include "task_options.hpp"
 
 #include <cronoq/detail/remote_host.hpp>
@@ -94,10 +96,11 @@ std::string Encoder::lease_payload(const PoolRuntime& pool, const ErasedValue& p
 
 std::string Encoder::lease_too_large(const TaskRequest& r, const PoolRuntime& pool, std::size_t payload_bytes) const {
     const std::size_t limit = lease_limit_.load(std::memory_order_relaxed);
-    const std::size_t bound = lease_size_bound(payload_bytes, *pool.name, r.kind, r.key.value_or(std::string{}), r.tags);
+    const Tags tags = lease_tags(r.tags, r.traceparent);
+    const std::size_t bound = lease_size_bound(payload_bytes, *pool.name, r.kind, r.key.value_or(std::string{}), tags);
     if (bound <= limit) return {};
     std::size_t tag_bytes = 0;
-    for (const auto& [name, value] : r.tags) tag_bytes += name.size() + value.size();
+    for (const auto& [name, value] : tags) tag_bytes += name.size() + value.size();
     return "lease: up to " + std::to_string(bound) + " bytes encoded (payload " + std::to_string(payload_bytes) +
            ", key " + std::to_string(r.key ? r.key->size() : 0) + ", tags " + std::to_string(tag_bytes) +
            "), more than the worker server sends (max_message_bytes " + std::to_string(limit) + ")";

@@ -1,6 +1,8 @@
 // The driver's side of the seam with a worker server (remote_bridge.hpp).
 #include "remote_bridge.hpp"
 
+#include "lease_tags.hpp"
+
 #include <cronoq/logging.hpp>
 
 #include <spdlog/spdlog.h>
@@ -79,7 +81,7 @@ UniqueFunction<void()> RemoteBridge::lease(const EngineHeld&, std::shared_ptr<At
         if (problem.empty()) {
             out.kind = r.kind;
             out.key = r.key().value_or(std::string{});
-            out.tags = r.tags();
+            out.tags = lease_tags(r.tags(), r.traceparent());
             out.timeout = timeout;
             if (r.deadline) out.deadline_unix_ns = unix_ns(*r.deadline);
             // A lease the session cannot send (admitted before the server

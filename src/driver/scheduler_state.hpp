@@ -22,6 +22,7 @@
 
 #include "admission.hpp"
 #include "attempt_launcher.hpp"
+#include "attempt_observers.hpp"
 #include "attempt_state.hpp"
 #include "runtime/block_pool.hpp"
 #include "blocking_pool.hpp"
@@ -122,6 +123,8 @@ struct SchedulerCore::State {
 
     // ---- what steps leave for after `mu`, in order ------------------------------------
     Delivery delivery;
+    // The application's attempt observer; its data is reached with an EngineHeld.
+    AttemptObservers observers{options.observer};
 
 
     // ---- the blocking pool, started on first use ----------------------------------

@@ -170,6 +170,53 @@ TEST(RemoteDriver, LeaseGoesToAConnectedWorkerAndCompletesWithItsDecodedOutput) 
     EXPECT_EQ(*test::run(f.vt.io, handle.result()), 42);
 }
 
+// docs/guide/operations.md, "Tracing": the submitter's traceparent goes to
+// the worker as a lease tag (once: a task's own "traceparent" tag wins).
+TEST(RemoteDriver, ALeaseCarriesTheTraceparentAsATag) {
+    RemoteFixture f;
+    auto traced = f.submit(Task<std::string>("a").traceparent("00-abc-def-01").tag("team", "a"));
+    auto tagged = f.submit(Task<std::string>("b").tag("traceparent", "00-own-tag-01"));
+    auto session = std::make_shared<RecordingSession>();
+    f.connect(session, 2);
+    const auto leases = session->leases();
+    ASSERT_EQ(leases.size(), 2u);
+    using Tags = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(leases[0].tags, (Tags{{"team", "a"}, {"traceparent", "00-abc-def-01"}}));
+    EXPECT_EQ(leases[1].tags, (Tags{{"traceparent", "00-own-tag-01"}}));
+}
+
+// A nacked lease ends its observed attempt with Ready (given back); the
+// attempt the next worker runs is a new start.
+TEST(RemoteDriver, ANackedLeaseEndsItsObservedAttemptReady) {
+    test::VirtualTime vt;
+    std::vector<std::string> seen;
+    auto sched = Sched::builder()
+                     .clock(vt.clock)
+                     .observer(AttemptObserver{
+                         [&](const AttemptStart& s) { seen.push_back("start " + std::to_string(s.attempt)); },
+                         [&](const AttemptEnd& e) {
+                             seen.push_back("end " + std::to_string(e.start.attempt) + " " +
+                                            std::string(to_string(e.outcome)));
+                         }})
+                     .pool(Pool<std::string, int>("remote").remote())
+                     .build(vt.io.get_executor());
+    auto host = detail::Access::core(sched)->remote_host();
+    auto handle = sched.try_submit(Task<std::string>("x").pool("remote")).value();
+    auto a = std::make_shared<RecordingSession>();
+    auto b = std::make_shared<RecordingSession>();
+    const auto wa = std::get<WorkerGrant>(host->connect(WorkerRegistration{"remote", 1, "a", {}}, a));
+    const auto wb = std::get<WorkerGrant>(host->connect(WorkerRegistration{"remote", 1, "b", {}}, b));
+    const bool a_first = !a->leases().empty();
+    auto& first = a_first ? a : b;
+    auto& second = a_first ? b : a;
+    host->report(a_first ? wa.id : wb.id, RemoteReport{first->leases().at(0).lease, RemoteReport::Nack{"busy"}});
+    ASSERT_EQ(second->leases().size(), 1u);
+    host->report(a_first ? wb.id : wa.id, RemoteReport{second->leases().at(0).lease, RemoteReport::Complete{"1"}});
+    EXPECT_EQ(handle.status(), TaskStatus::Succeeded);
+    EXPECT_EQ(seen, (std::vector<std::string>{"start 1", "end 1 ready", "start 1", "end 1 succeeded"}));
+    test::run(vt.io, sched.shutdown(0s));
+}
+
 TEST(RemoteDriver, AnOutputThatCannotBeDecodedFailsTheTaskForGood) {
     RemoteFixture f;
     auto handle = f.submit(Task<std::string>("x"));

@@ -41,6 +41,9 @@ public:
         return self();
     }
     Self& retention_max(std::size_t n) { options_.engine.retention_max = n; return self(); }
+    /// Told of every attempt's start and end, e.g. to make tracing spans
+    /// (docs/guide/operations.md, "Tracing"; <cronoq/attempt_observer.hpp>).
+    Self& observer(AttemptObserver o) { options_.observer = std::move(o); return self(); }
     /// Cap on tasks not yet running over all pools; a submission beyond it
     /// follows its own pool's overflow policy.
     Self& global_bounds(Bounds b) { options_.engine.global_bounds = b; return self(); }

@@ -1,6 +1,7 @@
 #pragma once
 // The untyped heart of the driver. `Scheduler<P, O>` is a thin typed shell
 // over it, so that the Asio-heavy code compiles once, in src/driver.
+#include <cronoq/attempt_observer.hpp>
 #include <cronoq/clock.hpp>
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/detail/erased.hpp>
@@ -9,6 +10,7 @@
 #include <cronoq/ids.hpp>
 #include <cronoq/pool_stats.hpp>
 #include <cronoq/submit_error.hpp>
+#include <cronoq/task_query.hpp>
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 
@@ -52,6 +54,8 @@ struct SchedulerOptions {
     /// made before the scheduler: `create` attaches those no other
     /// scheduler took, so they see the recovery of `open()`.
     std::vector<std::weak_ptr<EventQueue>> subscriptions;
+    /// Told of every attempt's start and end (docs/guide/operations.md, "Tracing").
+    AttemptObserver observer;
     ErasedCodec codec;
 };
 
@@ -97,6 +101,10 @@ public:
     /// Throws ConfigError for an unknown bucket or a bad rate.
     void set_rate(std::string_view bucket, double rate_per_s);
     bool cancel(const TaskRef& task);
+    /// Pauses or resumes the named pool (docs/guide/operations.md, "Pause
+    /// and resume"); with a store durable at the next commit. False for an
+    /// unknown pool.
+    bool set_paused(std::string_view pool, bool paused);
     std::optional<TaskStatus> status(const TaskRef& task) const;
     /// With a store: waits until this process leads, recovers what the
     /// store holds, and starts. Throws StoreError when leadership ended
@@ -111,6 +119,11 @@ public:
     /// The state behind a live task, or a retained one whose record the
     /// driver keeps (a keyed task); null otherwise.
     std::shared_ptr<HandleState> find(const TaskRef& task) const;
+    /// A page of tasks (docs/guide/operations.md, "Queries"): with a store
+    /// the store's `query` on the calling thread; without one, live and
+    /// retained tasks. Throws std::invalid_argument for a bad cursor,
+    /// StoreError when the store cannot be read.
+    TaskPage query(const TaskQuery& query) const;
     /// A Failed, DeadLettered or Cancelled task submitted again as a new
     /// task; null if unknown, not terminal, or succeeded. Throws
     /// SubmitException when the new task cannot be admitted.

@@ -162,6 +162,13 @@ void ChangeStatements::add(const Change& change) {
                 }
                 seqs += '}';
                 out_.push_back(Query{"DELETE FROM " + n.inbox + " WHERE seq = ANY($1::bigint[])", {Param(seqs)}});
+            } else if constexpr (std::is_same_v<C, PoolPaused>) {
+                if (c.paused)
+                    out_.push_back(Query{"INSERT INTO " + n.meta +
+                                             " (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                                         {Param(paused_row_name(c.pool)), Param(to_stored(c.at))}});
+                else
+                    out_.push_back(Query{"DELETE FROM " + n.meta + " WHERE name = $1", {Param(paused_row_name(c.pool))}});
             }
             // TaskInserted and TaskTransition joined the run above.
         },

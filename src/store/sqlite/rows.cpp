@@ -75,9 +75,11 @@ struct ChangeWriter::Statements {
           put_config(c, "INSERT INTO shard_config (shard, body, retention, written_at) VALUES (?1, ?2, ?3, ?4) "
                         "ON CONFLICT (shard) DO UPDATE SET body = excluded.body, retention = excluded.retention, "
                         "written_at = excluded.written_at"),
-          take_entry(c, "DELETE FROM inbox WHERE seq = ?1") {}
+          take_entry(c, "DELETE FROM inbox WHERE seq = ?1"),
+          pause(c, "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING"),
+          resume(c, "DELETE FROM meta WHERE name = ?1") {}
     Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark, put_config,
-        take_entry;
+        take_entry, pause, resume;
 };
 
 ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
@@ -118,6 +120,11 @@ void ChangeWriter::apply(const Change& change) {
                 // An entry already gone (taken by a commit that was retried)
                 // deletes nothing: each is taken once.
                 for (const std::uint64_t seq : c.seqs) s.take_entry.bind(1, to_int64(seq)).run();
+            } else if constexpr (std::is_same_v<C, PoolPaused>) {
+                if (c.paused)
+                    s.pause.bind(1, paused_row_name(c.pool)).bind(2, to_stored(c.at)).run();
+                else
+                    s.resume.bind(1, paused_row_name(c.pool)).run();
             } else {
                 static_assert(std::is_same_v<C, HighWaterMarks>);
                 s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
@@ -196,9 +203,18 @@ Recovered load(Connection& connection, WallTime terminal_since) {
     while (recurring.step())
         out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
 
+    out.paused_pools = paused_pools(connection);
     out.marks = read_marks(connection);
     out.inbox = read_inbox(connection, std::numeric_limits<std::size_t>::max());
     return out;
+}
+
+std::vector<std::string> paused_pools(Connection& connection) {
+    const std::string sql = std::string("SELECT substr(name, 8) FROM meta WHERE ") + paused_rows_where + " ORDER BY name";
+    Statement statement(connection, sql.c_str());
+    std::vector<std::string> pools;
+    while (statement.step()) pools.push_back(statement.text(0));
+    return pools;
 }
 
 StoreStats read_stats(Connection& connection) {
@@ -210,6 +226,7 @@ StoreStats read_stats(Connection& connection) {
         stats.tasks += counts.int64(1);
     }
     stats.recurring = connection.query_int("SELECT count(*) FROM recurring");
+    stats.paused_pools = paused_pools(connection);
     stats.marks = read_marks(connection);
     Statement leader(connection, "SELECT epoch, holder, expires_at FROM leader WHERE id = 1");
     if (leader.step())
