@@ -6,9 +6,11 @@
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/task_request.hpp>
 #include <cronoq/detail/handle_state.hpp>
+#include <cronoq/detail/inspection.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/pool_stats.hpp>
 #include <cronoq/submit_error.hpp>
+#include <cronoq/task_query.hpp>
 #include <cronoq/task_ref.hpp>
 #include <cronoq/task_status.hpp>
 
@@ -132,6 +134,17 @@ public:
     /// How often the engine's lock was taken so far (a cost figure).
     std::uint64_t lock_acquisitions() const;
     Snapshot snapshot() const;
+    /// The recurring schedules, each with its next `occurrences`
+    /// (<cronoq/detail/inspection.hpp>). Thread-safe.
+    std::vector<RecurringView> recurring_view(std::size_t occurrences) const;
+    /// One task by id or key with its dependencies: with a store its row
+    /// (read on the calling thread), else what the scheduler holds of a
+    /// live or retained task; empty if unknown. Thread-safe.
+    std::optional<TaskView> task_view(const TaskRef& task) const;
+    /// Scheduler::query, pause and resume (docs/guide/operations.md).
+    TaskPage query(const TaskQuery& query) const;
+    bool pause(std::string_view pool);
+    bool resume(std::string_view pool);
     /// The scheduler as a worker server sees it (docs/remote.md,
     /// <cronoq/detail/remote_host.hpp>): one object per scheduler, made on
     /// first use, thread-safe. It holds the scheduler weakly: once the
