@@ -69,7 +69,9 @@ class Page:
             if value:
                 return value
             await asyncio.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}")
+        seen = await self.evaluate("document.querySelector('#tasks') ? document.querySelector('#message').textContent +"
+                                   " ' | tasks: ' + document.querySelector('#tasks tbody').innerText.slice(0, 600) : location.href")
+        raise AssertionError(f"timed out waiting for {what}; the page shows: {seen}")
 
     async def click(self, selector):
         """A real mouse click at the centre of the element."""
@@ -129,7 +131,7 @@ async def drive(url, devtools_port, out):
 
         # The pools render, with their charts.
         pools = await page.wait_for(
-            "document.querySelector('#pools').dataset.state === 'ready' &&"
+            "document.querySelector('#pools') && document.querySelector('#pools').dataset.state === 'ready' &&"
             " document.querySelectorAll('#pools .card').length", "the pools")
         assert pools == 3, f"3 pools expected, the page shows {pools}"
         await page.wait_for("document.querySelectorAll('#pools .card svg.chart').length === 6", "the pools' charts")
@@ -157,7 +159,7 @@ async def drive(url, devtools_port, out):
         await page.evaluate(f"(() => {{ document.querySelector('#search-by').value = 'id';"
                             f" document.querySelector('#search').value = '{again}';"
                             " document.querySelector('#filters').requestSubmit(); })()")
-        await page.wait_for(f"document.querySelector(\"#tasks tbody tr[data-task='{again}'][data-status=succeeded]\")",
+        await page.wait_for(f"document.querySelector(\"#tasks tbody tr[data-task='{again}'][data-status=succeeded]\") !== null",
                             f"task {again} to run again and succeed")
         print(f"browser: task {again}, the retry, ran again and succeeded")
 

@@ -8,6 +8,7 @@
   const HISTORY = 90;                 // points per chart (3 minutes at 2 s)
   const REFRESH_MS = 2000;
   const RETRYABLE = ['failed', 'dead_lettered', 'cancelled'];
+  const CLASSES = ['critical', 'high', 'normal', 'low'];
   const TERMINAL = RETRYABLE.concat(['succeeded', 'skipped', 'missed']);
   const state = { readOnly: true, cursors: [null], nextCursor: null, history: {}, detailId: null, tick: 0 };
 
@@ -76,7 +77,7 @@
     select.value = chosen;
     for (const p of pools) {
       const h = remember(p, now);
-      const pending = Object.entries(p.pending || {}).map(([c, n]) => `${c} ${n}`).join(', ');
+      const pending = CLASSES.filter((c) => p.pending && c in p.pending).map((c) => `${c} ${p.pending[c]}`).join(', ');
       const head = el('h3', {}, el('span', {}, p.name, p.paused ? el('span', { class: 'badge' }, ' paused') : null));
       if (!state.readOnly) {
         head.append(p.paused
