@@ -83,19 +83,11 @@ restinio::request_handling_status_t respond(const restinio::request_handle_t& re
 
 Reply json_error(int status, const std::string& message) { return error_reply(status, message); }
 
-}  // namespace
-
-struct Dashboard::Impl {
-    Impl(asio::io_context& io, std::shared_ptr<detail::SchedulerCore> core, DashboardConfig c, const ListenAddress& at)
-        : io_(io), config_(std::move(c)), api_(core, config_.read_only) {
-        server_.emplace(restinio::external_io_context(io), [&](auto& settings) {
-            settings.address(asio::ip::make_address(at.host))
-                .port(at.port)
-                .acceptor_post_bind_hook([this](asio::ip::tcp::acceptor& acceptor) { port_ = acceptor.local_endpoint().port(); })
-                .request_handler([this](restinio::request_handle_t req) { return handle(req); });
-        });
-        server_->open_sync();
-    }
+// What answers requests. Shared with RESTinio's handler, which a
+// connection may still hold after the dashboard stopped.
+struct Handler {
+    Handler(std::shared_ptr<detail::SchedulerCore> core, DashboardConfig c)
+        : config_(std::move(c)), api_(std::move(core), config_.read_only) {}
 
     restinio::request_handling_status_t handle(const restinio::request_handle_t& req) noexcept {
         try {
@@ -158,6 +150,25 @@ struct Dashboard::Impl {
         return response.done();
     }
 
+    DashboardConfig config_;
+    Api api_;
+};
+
+}  // namespace
+
+struct Dashboard::Impl {
+    Impl(asio::io_context& io, std::shared_ptr<detail::SchedulerCore> core, DashboardConfig config, const ListenAddress& at)
+        : io_(io) {
+        auto handler = std::make_shared<Handler>(std::move(core), std::move(config));
+        server_.emplace(restinio::external_io_context(io), [&](auto& settings) {
+            settings.address(asio::ip::make_address(at.host))
+                .port(at.port)
+                .acceptor_post_bind_hook([this](asio::ip::tcp::acceptor& acceptor) { port_ = acceptor.local_endpoint().port(); })
+                .request_handler([handler](restinio::request_handle_t req) { return handler->handle(req); });
+        });
+        server_->open_sync();
+    }
+
     void stop() {
         if (stopped_) return;
         stopped_ = true;
@@ -173,8 +184,6 @@ struct Dashboard::Impl {
     }
 
     asio::io_context& io_;
-    DashboardConfig config_;
-    Api api_;
     std::uint16_t port_ = 0;
     bool stopped_ = false;
     std::optional<Server> server_;
