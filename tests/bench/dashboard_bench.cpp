@@ -12,8 +12,8 @@
 // Cases: dead_lettered (the dashboard's dead-letter view), pool (one pool,
 // every status), key_prefix (a search by key), first (no filter).
 //
-// The store is built once per process (large_sqlite_store.hpp), its
-// ready and running rows marked succeeded so that the scheduler recovers no
+// The store is built once per process (large_sqlite_store.hpp), submitted
+// over the last rows x 1 ms, its ready and running rows marked succeeded so that the scheduler recovers no
 // work to run, and opened by a scheduler with the store's pools.
 #include "large_sqlite_store.hpp"
 
@@ -66,7 +66,10 @@ struct Served {
         if (!::mkdtemp(pattern.data())) throw std::runtime_error("dashboard_bench: mkdtemp failed");
         dir = pattern;
         const fs::path file = dir / "large.db";
-        cronoq_bench::build_large_store(file, rows);
+        // Recent rows: the scheduler would prune ended rows past its retention.
+        const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        cronoq_bench::build_large_store(file, rows, now_ns - rows * 1'000'000);
         sqlite3* db = nullptr;
         sqlite3_open(file.c_str(), &db);
         sqlite3_exec(db, "UPDATE tasks SET status = 'succeeded' WHERE status IN ('ready', 'running')", nullptr, nullptr, nullptr);

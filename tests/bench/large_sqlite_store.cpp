@@ -21,7 +21,7 @@ void exec(sqlite3* db, const std::string& sql) {
 
 }  // namespace
 
-std::shared_ptr<cronoq::SqliteStore> build_large_store(const std::filesystem::path& file, std::int64_t rows) {
+std::shared_ptr<cronoq::SqliteStore> build_large_store(const std::filesystem::path& file, std::int64_t rows, std::int64_t first_ns) {
     cronoq::SqliteStore::open(file);  // the schema, at the current version
     sqlite3* db = nullptr;
     if (sqlite3_open(file.c_str(), &db) != SQLITE_OK) throw std::runtime_error("large_sqlite_store: cannot open " + file.string());
@@ -36,7 +36,7 @@ SELECT i,
        'kind-' || (i % 5),
        CASE WHEN i % 200 = 7 THEN 'ready' WHEN i % 200 = 8 THEN 'running'
             WHEN i % 100 = 3 THEN 'dead_lettered' WHEN i % 100 = 4 THEN 'failed' ELSE 'succeeded' END,
-       1, '', 1700000000000000000 + i * 1000000, 1700000000000000000 + i * 1000000, NULL,
+       1, '', )sql" + std::to_string(first_ns) + R"sql( + i * 1000000, )sql" + std::to_string(first_ns) + R"sql( + i * 1000000, NULL,
        '{"v":1,"priority":2}', 'payload-' || i, NULL
 FROM n
 )sql");

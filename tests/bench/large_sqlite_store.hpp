@@ -15,7 +15,10 @@ namespace cronoq_bench {
 
 /// A store of `rows` tasks at `file`: the schema from SqliteStore::open,
 /// then every row inserted by one INSERT ... SELECT over a recursive CTE,
-/// synchronous off.
-std::shared_ptr<cronoq::SqliteStore> build_large_store(const std::filesystem::path& file, std::int64_t rows);
+/// synchronous off. Task i was submitted and updated at `first_ns` + i ms
+/// (nanoseconds since the epoch); a scheduler opened on the store prunes
+/// ended rows older than its retention, so pass a recent time for that.
+std::shared_ptr<cronoq::SqliteStore> build_large_store(const std::filesystem::path& file, std::int64_t rows,
+                                                       std::int64_t first_ns = 1700000000000000000);
 
 }  // namespace cronoq_bench
