@@ -160,6 +160,13 @@ public:
     void set_rate(std::string_view bucket, double rate_per_s) { state_->scheduler.set_rate(bucket, rate_per_s); }
     bool cancel(TaskRef ref) { return state_->scheduler.cancel(std::move(ref)); }
     std::optional<TaskStatus> status(TaskRef ref) const { return state_->scheduler.status(std::move(ref)); }
+    /// As `Scheduler::query`.
+    TaskPage query(const TaskQuery& q) const { return state_->scheduler.query(q); }
+    /// As `Scheduler::snapshot`.
+    Snapshot snapshot() const { return state_->scheduler.snapshot(); }
+    /// As `Scheduler::pause` / `resume`.
+    bool pause(std::string_view pool) { return state_->scheduler.pause(pool); }
+    bool resume(std::string_view pool) { return state_->scheduler.resume(pool); }
     /// As `Scheduler::find`.
     std::optional<BlockingHandle<O>> find(TaskRef ref) const {
         auto h = state_->scheduler.find(std::move(ref));

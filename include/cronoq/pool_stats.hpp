@@ -70,6 +70,8 @@ struct PoolStats {
     std::size_t blocked = 0;
     std::size_t scheduled = 0;
     std::size_t retrying = 0;
+    /// Paused: admits and keeps tasks, dispatches none (`Scheduler::pause`).
+    bool paused = false;
     // Within the window:
     std::uint64_t dispatched = 0;
     std::uint64_t succeeded = 0;

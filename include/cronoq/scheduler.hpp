@@ -214,6 +214,21 @@ public:
     /// A live or retained task's status; empty if unknown or forgotten.
     std::optional<TaskStatus> status(TaskRef ref) const { return owner_->core->status(ref); }
 
+    /// Pauses a pool (docs/guide/operations.md, "Pause and resume"): it
+    /// goes on admitting and keeping tasks (bounds apply as usual) but
+    /// dispatches none, to a local slot or a remote worker; running
+    /// attempts go on and end as usual. Retries whose backoff ends and
+    /// fixed starts that come due wait `Ready`; a fixed start the pause
+    /// holds past its tolerance follows its `MissPolicy` at `resume`. Its
+    /// autoscaler holds still. `snapshot()` shows it (`PoolSnapshot::paused`).
+    /// With a store, durable at the next commit, like `cancel`: a new
+    /// leader recovers the pool paused. False for an unknown pool; true
+    /// also when it was paused already. Safe from any thread.
+    bool pause(std::string_view pool) { return owner_->core->set_paused(pool, true); }
+    /// Lets a paused pool dispatch again, its ready tasks in their usual
+    /// order. False for an unknown pool; true also when it was not paused.
+    bool resume(std::string_view pool) { return owner_->core->set_paused(pool, false); }
+
     /// A handle to a task by id or key: any live task, and a retained one
     /// (within `retention`) that has a key, whose output the scheduler
     /// keeps; with a store also every ended task whose row the store still
@@ -249,6 +264,22 @@ public:
         if (!state) return std::nullopt;
         return detail::Access::make<TaskHandle<O>>(std::move(state));
     }
+
+    /// One page of the tasks `q` selects, newest (highest id) first, with a
+    /// cursor for the next (docs/guide/operations.md, "Queries"). With a
+    /// store it is the store's `query`, read on the calling thread in a
+    /// short read transaction: it sees what is committed (`flush()` first
+    /// to see everything admitted). Without one it sees live and retained
+    /// tasks, under the engine's lock for a bounded number of tasks: a page
+    /// may then be short (even empty) and still name a next one; paging on
+    /// returns every match exactly once. There, `payload` and `output` are
+    /// filled where the scheduler holds them as bytes (a remote pool's,
+    /// through its codec), `last_error` where it keeps the task's record
+    /// (live tasks, retained ones with a key), and `updated_at` is the last
+    /// change it can date. Throws std::invalid_argument for a cursor no
+    /// page returned, StoreError when the store cannot be read. Safe from
+    /// any thread.
+    TaskPage query(const TaskQuery& q) const { return owner_->core->query(q); }
 
     /// Every pool's figures over the metrics window; cheap enough to call
     /// every second under load. Safe from any thread.

@@ -33,7 +33,7 @@ struct Snapshot {
     std::optional<StoreSnapshot> store;
 
     /// `{"pools": [{"name": ..., "capacity": ..., "pending": {"critical": ...},
-    /// "wait_ms": {"p50": ..., "p90": ..., "p99": ...}, "run_ms": {...},
+    /// "paused": false, "wait_ms": {"p50": ..., "p90": ..., "p99": ...}, "run_ms": {...},
     /// ..., "totals": {"submitted": ..., "attempts_started": ..., "retried":
     /// ..., "succeeded": ..., ...}, "wait_seconds": {"critical": <histogram>,
     /// ...}, "run_seconds": <histogram>}]}`, and with a store `"store":

@@ -235,7 +235,7 @@ std::optional<Rejection> Admission::check_bounds(const Batch& batch, Time now) {
 // is pending, else Blocked on the pending ones.
 void Admission::place_one(Batch& batch, std::size_t i, Time now) {
     const std::uint32_t slot = tasks_.allocate();
-    const TaskId id = admit_one(batch.specs[i], slot);
+    const TaskId id = admit_one(batch.specs[i], slot, now);
     batch.ids[i] = id;
     bool pending = false;
     if (std::string broken = broken_edge(batch, i, pending); !broken.empty()) {
@@ -291,10 +291,11 @@ void Admission::block(const Batch& batch, std::size_t i, std::uint32_t slot, Tim
 
 // Takes `slot` for a new task: fields, id, key, start. It counts as Blocked
 // (without an event) until the caller blocks it for real or moves it on.
-TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id) {
+TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, TaskId id) {
     PoolState& p = pools_[spec.pool];
     TaskSlot& t = tasks_[slot];
     t.id = id ? id : TaskId{next_task_id.fetch_add(1, std::memory_order_relaxed)};
+    tasks_.set_admitted(slot, now);
     t.pool = spec.pool;
     t.kind = spec.kind;
     t.user = spec.user;

@@ -61,7 +61,7 @@ public:
     /// It counts as Blocked (without an event) until the caller blocks it
     /// for real or moves it on. `id`: a restored task's own; empty takes
     /// the next id.
-    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id = {});
+    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, TaskId id = {});
 
     // ---- a batch (Engine::submit_batch) -------------------------------------------
     struct Target;

@@ -22,10 +22,11 @@ public:
 
     /// Evaluates every autoscaled pool that is due: applies a new capacity
     /// with a ScaleTo, or asks a user policy (AskScaler); keeps each
-    /// pool's Autoscale timer armed at its next evaluation.
+    /// pool's Autoscale timer armed at its next evaluation. A paused pool
+    /// holds still: not evaluated, no timer, until it resumes.
     void evaluate_due(Time now) {
         for (std::size_t i = 0; i < pools_.size(); ++i)
-            if (pools_[i].autoscale_config) evaluate(static_cast<PoolId>(i), now);
+            if (pools_[i].autoscale_config && !pools_[i].paused) evaluate(static_cast<PoolId>(i), now);
     }
     /// The user policy's answer (Engine::answer_scaler); false when no
     /// question is open.

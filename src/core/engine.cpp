@@ -134,7 +134,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
         return {*error, std::move(why)};
     }
     const std::uint32_t slot = s.tasks.allocate();
-    const TaskId id = s.admission.admit_one(spec, slot);
+    const TaskId id = s.admission.admit_one(spec, slot, now);
     if (!s.life.start_at_once(slot, now)) s.life.make_ready(slot, now, false, /*admitting=*/true);
     s.settle(now);
     return id;
@@ -206,6 +206,33 @@ void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     s_->run_due_timers(now);
     s_->settle(now);
 }
+
+bool Engine::pause(PoolId pool, Time now) {
+    State& s = *s_;
+    PoolState& p = s.pools.at(pool);
+    s.run_due_timers(now);  // what was due before the pause happens as if unpaused
+    const bool was_running = !p.paused;
+    p.paused = true;
+    s.settle(now);
+    return was_running;
+}
+
+bool Engine::resume(PoolId pool, Time now) {
+    State& s = *s_;
+    PoolState& p = s.pools.at(pool);
+    s.run_due_timers(now);
+    const bool was_paused = p.paused;
+    if (was_paused) {
+        p.paused = false;
+        s.waiting.resumed(p, now, s.life);
+        if (auto* a = p.scaler(now)) a->wake(now);
+        p.dirty = true;
+    }
+    s.settle(now);
+    return was_paused;
+}
+
+bool Engine::paused(PoolId pool) const { return s_->pools.at(pool).paused; }
 
 std::optional<ScalerInput> Engine::scaler_question(PoolId pool) const {
     const PoolState& p = s_->pools.at(pool);
@@ -322,6 +349,7 @@ PoolStats Engine::stats(PoolId pool, Time now) const {
     out.blocked = c.blocked;
     out.scheduled = c.scheduled;
     out.retrying = c.retrying;
+    out.paused = p.paused;
     const std::size_t free = p.capacity > c.running ? p.capacity - c.running : 0;
     out.held = p.held_between(now, later(later(now, p.config.max_hold), Duration(1)), free);  // up to max_hold inclusive
     detail::MetricsSlice m;

@@ -31,7 +31,10 @@ void Engine::State::fire(const Timer& tm, Time now) {
         case TimerKind::Refill: return resources.refilled(tm.slot, now);
         case TimerKind::RetryDone: return life.make_ready(tm.slot, now);
         case TimerKind::Start: return waiting.start_due(tm.slot, now, life);
-        case TimerKind::MissCheck: return waiting.miss_start(tm.slot, now, life);
+        case TimerKind::MissCheck:
+            // A paused pool's due start is judged at resume (WaitingRoom::resumed).
+            if (pools[tasks[tm.slot].pool].paused) return;
+            return waiting.miss_start(tm.slot, now, life);
         case TimerKind::AwaitExpiry: return waiting.expire_await(tm.slot, now, life);
         case TimerKind::Attempt: break;
     }

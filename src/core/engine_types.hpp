@@ -167,6 +167,9 @@ struct PoolState {
     bool may_shed = false;
     std::vector<RunTimeMean> run_times;  // by kind
     bool dirty = false;                  // may dispatch
+    // Paused (docs/guide/operations.md, "Pause and resume"): admits and
+    // keeps tasks, dispatches none; its autoscaler holds still.
+    bool paused = false;
 
     /// The pool's autoscaler, if it has one (autoscaling.hpp evaluates it).
     detail::Autoscaler* scaler(Time now) {
@@ -191,8 +194,9 @@ struct PoolState {
     /// Tasks admitted and not yet running: what bounds count.
     std::size_t pending() const { return counters.ready + counters.blocked + counters.scheduled + counters.retrying; }
 
-    /// Whether a dispatch has anything to do: a free slot and a ready task.
-    bool can_dispatch() const { return counters.running < capacity && counters.ready > 0; }
+    /// Whether a dispatch has anything to do: a free slot and a ready task,
+    /// in a pool that is not paused.
+    bool can_dispatch() const { return counters.running < capacity && counters.ready > 0 && !paused; }
 
     /// Expected run time of a task of `kind`: its hint, else the learned
     /// mean of the kind, else the pool's default.

@@ -50,7 +50,7 @@ bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
     // What settle() does before its dispatch (dependents resolved, the
     // pool rescaled) or what the dispatch weighs (other ready tasks, slots
     // held for fixed starts, resources, workers) could choose otherwise.
-    if (handing_over_ || p.counters.running >= p.capacity || p.counters.ready > 0 || !p.held_starts.empty() ||
+    if (handing_over_ || p.paused || p.counters.running >= p.capacity || p.counters.ready > 0 || !p.held_starts.empty() ||
         p.config.remote || p.autoscale_config || t.has_needs || waiting_.has_resolved() || p.fair.at_cap(t.fair_key, p.counters.running))
         return false;
     become_ready(s, now);

@@ -138,6 +138,8 @@ void write_gauges(Writer& w, const std::vector<PoolSnapshot>& pools) {
         for (std::size_t c = 0; c < priority_count; ++c)
             w.sample(join(label("pool", p.name), label("class", to_string(static_cast<Priority>(c)))),
                      std::uint64_t{p.pending[c]});
+    w.family("cronoq_pool_paused", "gauge", "1 while the pool is paused: it admits tasks but dispatches none.");
+    for (const PoolSnapshot& p : pools) w.sample(label("pool", p.name), std::uint64_t{p.paused ? 1u : 0u});
     bool remote = false;
     for (const PoolSnapshot& p : pools) remote = remote || p.remote_workers.has_value();
     if (!remote) return;

@@ -49,6 +49,7 @@ void Recovery::retain_restored(const RestoredTask& task, const std::string* key,
     t.priority = task.spec.priority;
     if (key) tasks_.extras_of(t).key = key;
     tasks_.add_id(task.id, s);
+    tasks_.set_admitted(s, now);
     retention_.retain(s);
     if (!key) return;
     // Tasks that awaited its key learn how it ended, as if it had just ended.
@@ -189,7 +190,7 @@ std::vector<SubmitResult<TaskId>> Recovery::restore(std::span<const RestoredTask
             spec = &adjusted;
         }
         placed[i] = tasks_.allocate();
-        admission_.admit_one(*spec, placed[i], task.id);
+        admission_.admit_one(*spec, placed[i], now, task.id);
         tasks_[placed[i]].attempt = task.attempts;
     }
     for (std::size_t i = 0; i < n; ++i) {

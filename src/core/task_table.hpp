@@ -11,6 +11,7 @@
 #include "runtime/large_allocator.hpp"
 #include "slab.hpp"
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@ public:
             return s;
         }
         slots_.emplace_back();
+        admitted_.emplace_back();
         return static_cast<std::uint32_t>(slots_.size() - 1);
     }
     /// Frees the slot of a forgotten task, its id and its extras.
@@ -52,8 +54,20 @@ public:
     bool live(detail::QueueRef r) const { return slots_[r.slot].gen == r.gen; }
     void prefetch(std::uint32_t s) const { __builtin_prefetch(&slots_[s]); }
 
+    /// When the task in slot `s` was admitted (restored: when it came back);
+    /// beside the slots, not in them: only an inspection reads it.
+    void set_admitted(std::uint32_t s, Time at) { admitted_[s] = at; }
+    Time admitted(std::uint32_t s) const { return admitted_[s]; }
+    /// Slots in use (live and retained tasks).
+    std::size_t held() const { return slots_.size() - free_.size(); }
+    /// No task id below this was ever admitted here (a scan stops at it).
+    std::uint64_t lowest_id() const { return lowest_id_; }
+
     // ---- ids ----------------------------------------------------------------
-    void add_id(TaskId id, std::uint32_t s) { by_task_.insert(id.value, s); }
+    void add_id(TaskId id, std::uint32_t s) {
+        by_task_.insert(id.value, s);
+        if (id.value < lowest_id_) lowest_id_ = id.value;
+    }
     void prefetch_id(TaskId id) const { by_task_.prefetch(id.value); }
     /// The slot of a known task (live or retained), else null.
     TaskSlot* find(TaskId id) {
@@ -145,7 +159,9 @@ public:
 
 private:
     std::vector<TaskSlot, detail::LargeAllocator<TaskSlot>> slots_;
+    std::vector<Time, detail::LargeAllocator<Time>> admitted_;  // by slot
     std::vector<std::uint32_t> free_;
+    std::uint64_t lowest_id_ = std::numeric_limits<std::uint64_t>::max();
     detail::Slab<TaskExtras> extras_;      // TaskSlot::extras
     detail::Slab<AttemptState> attempts_;  // TaskSlot::run
     detail::FlatIdMap by_task_;

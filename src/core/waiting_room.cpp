@@ -120,7 +120,9 @@ void WaitingRoom::start_due(std::uint32_t s, Time now, Lifecycle& life) {
     TaskSlot& t = tasks_[s];
     const StartInfo& start = starts_.at(t.id.value);
     const Duration late = diff_saturated(now, start.start);
-    if (late > start.tolerance && start.on_miss != MissPolicy::RunLate) return miss_start(s, now, life);
+    // Paused, it waits in the due starts: resumed() judges it.
+    if (late > start.tolerance && start.on_miss != MissPolicy::RunLate && !pools_[t.pool].paused)
+        return miss_start(s, now, life);
     life.make_ready(s, now, true);
     // Still within the tolerance: if no slot frees by its end, it is missed.
     // Saturating: a tolerance of Duration::max() never ends, so it arms
@@ -139,6 +141,24 @@ void WaitingRoom::miss_start(std::uint32_t s, Time now, Lifecycle& life) {
     std::string message = describe_lateness(diff_saturated(now, start.start));
     life.finish(s, start.on_miss == MissPolicy::Skip ? TaskStatus::Missed : TaskStatus::Failed, std::move(message),
                 now);
+}
+
+void WaitingRoom::resumed(PoolState& p, Time now, Lifecycle& life) {
+    std::vector<std::uint32_t> missed;
+    for (std::size_t i = 0; i < p.due_starts.size(); ++i) {
+        const detail::QueueRef r = p.due_starts[i];
+        if (!tasks_.live(r)) continue;
+        const StartInfo& start = starts_.at(tasks_[r.slot].id.value);
+        if (start.on_miss == MissPolicy::RunLate) continue;
+        if (diff_saturated(now, start.start) > start.tolerance) {
+            missed.push_back(r.slot);
+        } else {
+            const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
+            if (miss_at != never) timers_.push(miss_at, r.slot, r.gen, TimerKind::MissCheck);
+        }
+    }
+    // Ending them bumps their generations: their entries go stale.
+    for (const std::uint32_t s : missed) miss_start(s, now, life);
 }
 
 void WaitingRoom::expire_await(std::uint32_t s, Time now, Lifecycle& life) {

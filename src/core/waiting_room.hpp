@@ -60,6 +60,10 @@ public:
     /// A fixed start has come: Ready at the front, or the miss policy.
     void start_due(std::uint32_t s, Time now, Lifecycle& life);
     void miss_start(std::uint32_t s, Time now, Lifecycle& life);
+    /// The pool resumed: each of its due starts that a pause held past its
+    /// tolerance follows its miss policy now; the others get their miss
+    /// check again (a pause drops it: docs/guide/operations.md, "Pause and resume").
+    void resumed(PoolState& p, Time now, Lifecycle& life);
     void expire_await(std::uint32_t s, Time now, Lifecycle& life);
     /// Tells the dependents of every task that ended; skips run down the
     /// graph within this one call.

@@ -61,6 +61,12 @@ void Recovery::lead(store::Recovered recovered) {
 
 void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall) {
     start_fresh_engine(recovered.marks);
+    // Before the tasks: a paused pool's ready tasks must not start. A pool
+    // this process does not declare keeps its row for one that does.
+    for (const std::string& name : recovered.paused_pools) {
+        if (const auto pool = s_.engine.find_pool(name)) s_.engine.pause(*pool, now);
+        s_.log([name] { logger()->info("recovery: pool \"{}\" stays paused", name); });
+    }
     for (const store::UnreadableRow& row : recovered.unreadable) fail(row.id, row.attempt, "decode: " + row.why, wall);
     // Each row comes back through the one admission entry, as a submission
     // whose bytes are the row's (a remote pool's leases carry them).

@@ -147,6 +147,19 @@ bool SchedulerCore::cancel(const TaskRef& ref) {
     return cancelled;
 }
 
+bool SchedulerCore::set_paused(std::string_view name, bool paused) {
+    State::Step step(*s_);
+    const auto pool = s_->engine.find_pool(name);
+    if (!pool) return false;
+    const auto now = s_->clock->now();
+    const bool changed = paused ? s_->engine.pause(*pool, now) : s_->engine.resume(*pool, now);
+    // Only a change is written: a resume of a running pool writes nothing.
+    if (changed && s_->durable)
+        s_->durable->write(s_->held(), store::PoolPaused{std::string(name), paused, s_->clock->system_now()});
+    Actions(*s_).apply(s_->held(), now);
+    return true;
+}
+
 std::optional<TaskStatus> SchedulerCore::status(const TaskRef& ref) const {
     State::Read read(*s_);
     const auto task = s_->resolve(ref);

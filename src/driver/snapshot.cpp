@@ -51,6 +51,7 @@ nlohmann::json Snapshot::to_json() const {
             {"blocked", p.blocked},
             {"scheduled", p.scheduled},
             {"retrying", p.retrying},
+            {"paused", p.paused},
             {"dispatched", p.dispatched},
             {"succeeded", p.succeeded},
             {"failed", p.failed},

@@ -1,12 +1,14 @@
 #pragma once
 // What `cronoq-store stats` reports of a store, the same for every backend:
-// the schema version, rows by status, the high-water marks and the lease.
+// the schema version, rows by status, paused pools, the high-water marks and
+// the lease.
 #include <cronoq/store/journal.hpp>
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cronoq::store {
 
@@ -24,6 +26,7 @@ struct StoreStats {
     std::map<std::string, std::int64_t> tasks_by_status;
     std::int64_t tasks = 0;
     std::int64_t recurring = 0;
+    std::vector<std::string> paused_pools;  ///< by name (docs/store.md, "Paused pools")
     HighWaterMarks marks;
     LeaderRow leader;
 };

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace cronoq::store {
 
@@ -29,6 +30,19 @@ std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attemp
 
 /// The priority class in a row's options; Normal when they name none.
 Priority priority_of_options(const std::string& options);
+
+/// A paused pool is a row of the `meta` table named "paused:<pool>", its
+/// value the time it was paused (docs/store.md, "Paused pools"): no schema
+/// change, and a store that an older cronoq opens just runs every pool.
+inline constexpr std::string_view paused_row_prefix = "paused:";
+inline std::string paused_row_name(std::string_view pool) {
+    std::string name(paused_row_prefix);
+    name += pool;
+    return name;
+}
+/// The SQL condition that selects those rows (both dialects).
+inline constexpr const char* paused_rows_where = "substr(name, 1, 7) = 'paused:'";
+static_assert(paused_row_prefix.size() == 7);
 
 /// A row as `Store::get_task`, `Store::list` and `Store::query` return it.
 StoredTask to_stored_task(TaskRow row);

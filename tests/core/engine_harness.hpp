@@ -83,6 +83,21 @@ public:
         engine.tick(now);
         collect();
     }
+    bool pause(PoolId pool, Time now) {
+        const bool changed = engine.pause(pool, now);
+        collect();
+        return changed;
+    }
+    bool resume(PoolId pool, Time now) {
+        const bool changed = engine.resume(pool, now);
+        collect();
+        return changed;
+    }
+    WorkerId connect_worker(PoolId pool, std::size_t slots, Time now) {
+        const WorkerId w = engine.connect_worker(pool, slots, {}, now);
+        collect();
+        return w;
+    }
     bool answer_scaler(PoolId pool, std::optional<std::size_t> desired, Time now) {
         const bool open = engine.answer_scaler(pool, desired, now);
         collect();

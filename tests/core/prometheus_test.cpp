@@ -55,7 +55,8 @@ TEST(PrometheusTest, EveryFamilyHasHelpAndTypeBeforeItsSamples) {
         {"cronoq_tasks_submitted_total", "counter"}, {"cronoq_tasks_finished_total", "counter"},
         {"cronoq_attempts_started_total", "counter"}, {"cronoq_attempts_retried_total", "counter"},
         {"cronoq_pool_capacity", "gauge"},          {"cronoq_pool_busy", "gauge"},
-        {"cronoq_pool_pending", "gauge"},           {"cronoq_wait_seconds", "histogram"},
+        {"cronoq_pool_pending", "gauge"},           {"cronoq_pool_paused", "gauge"},
+        {"cronoq_wait_seconds", "histogram"},
         {"cronoq_run_seconds", "histogram"},        {"cronoq_store_commits_total", "counter"},
         {"cronoq_store_commit_seconds", "histogram"}, {"cronoq_store_uncommitted_changes", "gauge"}};
     for (const auto& [name, type] : families) {
@@ -75,8 +76,15 @@ TEST(PrometheusTest, EveryFamilyHasHelpAndTypeBeforeItsSamples) {
     EXPECT_EQ(value_of(text, R"(cronoq_pool_capacity{pool="main"})"), "4");
     EXPECT_EQ(value_of(text, R"(cronoq_pool_busy{pool="main"})"), "2");
     EXPECT_EQ(value_of(text, R"(cronoq_pool_pending{pool="main",class="normal"})"), "3");
+    EXPECT_EQ(value_of(text, R"(cronoq_pool_paused{pool="main"})"), "0");
     EXPECT_EQ(value_of(text, "cronoq_store_commits_total"), "0");
     EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(PrometheusTest, APausedPoolShowsOne) {
+    Snapshot s = one_pool("main");
+    s.pools.front().paused = true;
+    EXPECT_EQ(value_of(prometheus_text(s), R"(cronoq_pool_paused{pool="main"})"), "1");
 }
 
 TEST(PrometheusTest, WithoutAStoreThereAreNoStoreMetricsAndWithoutRemotePoolsNoWorkerGauge) {

@@ -219,6 +219,35 @@ TEST_F(ToolTest, StatsWithoutALeaderHasNoLeaseExpiry) {
     EXPECT_EQ(lease.get<std::string>().size(), 24u);
 }
 
+// docs/store.md, "Paused pools": refused while a leader runs (it would not
+// see the row), written while none does, recovered by the next leader.
+TEST_F(ToolTest, PauseAndResumeOnlyWhileNoSchedulerLeads) {
+    const ToolRun refused = run_tool(dir, {"--store", file(), "pause", "emails"});
+    EXPECT_EQ(refused.status, 1);
+    EXPECT_NE(refused.err.find("a scheduler leads"), std::string::npos) << refused.err;
+    store->journal().release();
+    ASSERT_TRUE(reports.wait_lost());
+    store.reset();
+
+    const ToolRun paused = run_tool(dir, {"--store", file(), "--json", "pause", "emails"});
+    ASSERT_EQ(paused.status, 0) << paused.err;
+    EXPECT_EQ(nlohmann::json::parse(paused.out), (nlohmann::json{{"pool", "emails"}, {"paused", true}}));
+    ASSERT_EQ(run_tool(dir, {"--store", file(), "pause", "other"}).status, 0);
+    const ToolRun resumed = run_tool(dir, {"--store", file(), "resume", "other"});
+    ASSERT_EQ(resumed.status, 0) << resumed.err;
+    EXPECT_NE(resumed.err.find("resumed"), std::string::npos) << resumed.err;
+    const ToolRun stats = run_tool(dir, {"--store", file(), "stats"});
+    EXPECT_NE(stats.out.find("paused pools: emails\n"), std::string::npos) << stats.out;
+    EXPECT_EQ(run_tool(dir, {"--store", file(), "pause"}).status, 2) << "a pool is required";
+
+    Reports next_reports;
+    auto next = SqliteStore::open(dir.file("s.db"));
+    next->journal().lead(next_reports.handlers());
+    ASSERT_TRUE(next_reports.wait_leading());
+    ASSERT_TRUE(next_reports.recovered.has_value());
+    EXPECT_EQ(next_reports.recovered->paused_pools, std::vector<std::string>{"emails"});
+}
+
 TEST_F(ToolTest, NumericArgumentsAreDigitsOnly) {
     for (const std::string limit : {"-1", "-0", "+1", " 1", "1x", "0x10", "", "1.5", "18446744073709551616"}) {
         const ToolRun run = run_tool(dir, {"--store", file(), "list", "--status", "ready", "--limit", limit});

@@ -11,6 +11,7 @@
 // "no_engine"): the driver's public headers must not include it.
 #define CRONOQ_CORE_ENGINE_HPP_INCLUDED 1
 #include <cronoq/core/action.hpp>
+#include <cronoq/core/task_scan.hpp>
 #include <cronoq/core/task_spec.hpp>
 #include <cronoq/core/time.hpp>
 #include <cronoq/ids.hpp>
@@ -200,6 +201,22 @@ public:
     /// remote pool, whose capacity is its workers' granted slots.
     void set_capacity(PoolId pool, std::size_t capacity, Time now);
 
+    /// Pauses a pool (docs/guide/operations.md, "Pause and resume"): it
+    /// goes on admitting and queueing tasks (bounds apply as usual), but
+    /// dispatches none, to a local slot or a remote worker; running
+    /// attempts go on and end as usual. Backoffs end, fixed starts come due
+    /// and dependencies resolve into `Ready`; a due fixed start that the
+    /// pause holds past its tolerance follows its miss policy at `resume`.
+    /// Its autoscaler holds still (no evaluation, no `ScaleTo`). Returns
+    /// whether the pool was running; throws std::out_of_range for an
+    /// unknown pool.
+    bool pause(PoolId pool, Time now);
+    /// Lets a paused pool dispatch again (ready tasks in their usual order)
+    /// and its autoscaler evaluate. Returns whether it was paused; throws
+    /// std::out_of_range for an unknown pool.
+    bool resume(PoolId pool, Time now);
+    bool paused(PoolId pool) const;
+
     /// The open question to a pool's user scaler (`PoolConfig::user_scaler`):
     /// what its `desired(input)` is to be called with, from the evaluation
     /// that emitted `AskScaler`; empty when no question is open.
@@ -274,6 +291,18 @@ public:
     /// owner that lets go, at that status, of what the value refers to;
     /// saves it a look-up per task. Takes effect from the next call.
     void release_users_at_end(bool on);
+    /// Up to `limit` live or retained tasks with ids below `below` that
+    /// `filter` selects, newest (highest id) first. Bounded work: with up
+    /// to `scan_all_below` tasks held it reads each once (so a page is full
+    /// when enough match); with more, it walks ids down from `below`,
+    /// looking at most at `id_budget` of them, and the page may be short
+    /// (its `next_below` says where to go on). Every matching task is on
+    /// exactly one page of a walk from `below` = max down; tasks admitted
+    /// after the first page have higher ids and do not appear.
+    TaskScanPage scan(const TaskFilter& filter, std::uint64_t below, std::size_t limit) const;
+    static constexpr std::size_t scan_all_below = 65536;
+    static constexpr std::size_t id_budget = 8192;
+
     /// A live or retained task's status; empty once forgotten.
     std::optional<TaskStatus> status(TaskId task) const;
     /// Whether `Status` actions also report the two transitions other

@@ -99,6 +99,10 @@ public:
     /// Throws ConfigError for an unknown bucket or a bad rate.
     void set_rate(std::string_view bucket, double rate_per_s);
     bool cancel(const TaskRef& task);
+    /// Pauses or resumes the named pool (docs/guide/operations.md, "Pause
+    /// and resume"); with a store durable at the next commit. False for an
+    /// unknown pool.
+    bool set_paused(std::string_view pool, bool paused);
     std::optional<TaskStatus> status(const TaskRef& task) const;
     /// With a store: waits until this process leads, recovers what the
     /// store holds, and starts. Throws StoreError when leadership ended
@@ -113,6 +117,11 @@ public:
     /// The state behind a live task, or a retained one whose record the
     /// driver keeps (a keyed task); null otherwise.
     std::shared_ptr<HandleState> find(const TaskRef& task) const;
+    /// A page of tasks (docs/guide/operations.md, "Queries"): with a store
+    /// the store's `query` on the calling thread; without one, live and
+    /// retained tasks. Throws std::invalid_argument for a bad cursor,
+    /// StoreError when the store cannot be read.
+    TaskPage query(const TaskQuery& query) const;
     /// A Failed, DeadLettered or Cancelled task submitted again as a new
     /// task; null if unknown, not terminal, or succeeded. Throws
     /// SubmitException when the new task cannot be admitted.

@@ -89,6 +89,15 @@ struct RecurringFired {
     WallTime fired_at;
 };
 
+/// A pool paused or resumed (`Scheduler::pause`, docs/store.md "Paused
+/// pools"). Pausing a pool the store has paused already keeps the earlier
+/// time.
+struct PoolPaused {
+    std::string pool;
+    bool paused = true;
+    WallTime at;
+};
+
 /// High-water marks: every id below them may have been handed out. The
 /// store keeps the largest value ever written for each (a lower one
 /// changes nothing), so a scheduler can reserve ranges ahead: commit a
@@ -99,7 +108,7 @@ struct HighWaterMarks {
 };
 
 using Change = std::variant<TaskInserted, TaskTransition, TaskKeyReleased, RecurringPut, RecurringRemoved,
-                            RecurringFired, HighWaterMarks>;
+                            RecurringFired, HighWaterMarks, PoolPaused>;
 
 /// Changes committed together, in order, in one write transaction (with
 /// whatever other batches were queued at the time).
@@ -158,6 +167,8 @@ struct Recovered {
     /// never stops a recovery.
     std::vector<UnreadableRow> unreadable;
     std::vector<RecurringRow> recurring;
+    /// The pools paused when the last leader stopped, by name.
+    std::vector<std::string> paused_pools;
     /// 0 where never written.
     HighWaterMarks marks;
     /// The fencing epoch this process leads in (1 for the first leader).

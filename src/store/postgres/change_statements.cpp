@@ -143,6 +143,13 @@ void ChangeStatements::add(const Change& change) {
                                          " SET value = greatest(value, CASE name WHEN 'next_task_id' THEN $1::bigint "
                                          "ELSE $2::bigint END) WHERE name IN ('next_task_id', 'next_lease_id')",
                                      {Param(to_int64(c.next_task_id)), Param(to_int64(c.next_lease_id))}});
+            } else if constexpr (std::is_same_v<C, PoolPaused>) {
+                if (c.paused)
+                    out_.push_back(Query{"INSERT INTO " + n.meta +
+                                             " (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                                         {Param(paused_row_name(c.pool)), Param(to_stored(c.at))}});
+                else
+                    out_.push_back(Query{"DELETE FROM " + n.meta + " WHERE name = $1", {Param(paused_row_name(c.pool))}});
             }
             // TaskInserted and TaskTransition joined the run above.
         },

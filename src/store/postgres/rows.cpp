@@ -304,8 +304,30 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
         if (!recurring.is_null(i, 2)) row.last_fired = from_stored(recurring.int64(i, 2));
         out.recurring.push_back(std::move(row));
     }
+    out.paused_pools = paused_pools(c, n);
     out.marks = read_marks(c, n);
     return out;
+}
+
+bool apply_unless_led(Connection& c, const Names& n, const Change& change) {
+    bool applied = false;
+    in_transaction(c, "BEGIN", [&] {
+        if (!c.exec("SELECT pg_try_advisory_xact_lock($1::bigint)", {Param(n.lock_key)}).boolean(0, 0)) return;
+        std::vector<Query> queries;
+        ChangeStatements statements(n, queries);
+        statements.add(change);
+        statements.finish();
+        c.pipeline(queries);
+        applied = true;
+    });
+    return applied;
+}
+
+std::vector<std::string> paused_pools(Connection& c, const Names& n) {
+    Result r = c.exec("SELECT substr(name, 8) FROM " + n.meta + " WHERE " + paused_rows_where + " ORDER BY name");
+    std::vector<std::string> pools;
+    for (int i = 0; i < r.rows(); ++i) pools.push_back(r.text(i, 0));
+    return pools;
 }
 
 StoreStats read_stats(Connection& c, const Names& n) {
@@ -317,6 +339,7 @@ StoreStats read_stats(Connection& c, const Names& n) {
         stats.tasks += counts.int64(i, 1);
     }
     stats.recurring = c.exec("SELECT count(*) FROM " + n.recurring).int64(0, 0);
+    stats.paused_pools = paused_pools(c, n);
     stats.marks = read_marks(c, n);
     Result leader = c.exec("SELECT epoch, holder, backend_pid, CASE WHEN isfinite(expires_at) THEN "
                            "(extract(epoch FROM expires_at) * 1000000)::bigint * 1000 ELSE 0 END FROM " +

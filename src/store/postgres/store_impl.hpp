@@ -77,6 +77,14 @@ std::vector<TaskRow> list_tasks(Connection& connection, const Names& names, Task
 std::vector<TaskRow> query_tasks(Connection& connection, const Names& names, const TaskQueryPlan& plan);
 std::string prune_sql(const Names& names);
 std::size_t prune_tasks(Connection& connection, const Names& names, WallTime cutoff, std::size_t limit);
+/// The pools the store holds paused, by name.
+std::vector<std::string> paused_pools(Connection& c, const Names& n);
+/// In a transaction of its own: applies `change` when no session leads the
+/// store (the leader's advisory lock is free, and held by this transaction
+/// until it commits, so a takeover waits and then recovers the change).
+/// False, writing nothing, while a leader runs: it would not see the change
+/// (docs/store.md, "Paused pools").
+bool apply_unless_led(Connection& c, const Names& n, const Change& change);
 Recovered load(Connection& connection, const Names& names, WallTime terminal_since);
 
 /// `now() + lease` as SQL over parameter `$n` (microseconds, bounded).

@@ -52,6 +52,14 @@ void check_and_renew(Connection& connection, std::uint64_t epoch, WallTime now, 
     update.bind(1, expiry(now, lease)).run();
 }
 
+bool apply_unless_led(Connection& connection, const Change& change, WallTime now) {
+    WriteTransaction transaction(connection);
+    if (!takeable(read_leader(connection), now)) return false;
+    ChangeWriter(connection).apply(change);
+    transaction.commit();
+    return true;
+}
+
 void give_up(Connection& connection) { connection.exec("UPDATE leader SET holder = NULL, expires_at = 0 WHERE id = 1"); }
 
 }  // namespace cronoq::store::sqlite

@@ -29,6 +29,13 @@ std::optional<std::uint64_t> try_take(Connection& connection, const std::string&
 /// lease to `now + lease`.
 void check_and_renew(Connection& connection, std::uint64_t epoch, WallTime now, std::chrono::nanoseconds lease);
 
+/// In its own write transaction: applies `change` when no process leads the
+/// store (the lease is takeable at `now`), for a tool writing while no
+/// scheduler runs (docs/store.md, "Paused pools"). False, writing nothing,
+/// while one leads: it would not see the change. A takeover waits for the
+/// transaction, so the next leader's recovery reads the change.
+bool apply_unless_led(Connection& connection, const Change& change, WallTime now);
+
 /// Inside the caller's write transaction, after check_and_renew: gives the
 /// lease up, so a standby takes over at its next look.
 void give_up(Connection& connection);

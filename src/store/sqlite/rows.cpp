@@ -69,8 +69,11 @@ struct ChangeWriter::Statements {
                            "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition"),
           remove_recurring(c, "DELETE FROM recurring WHERE name = ?1"),
           fire_recurring(c, "UPDATE recurring SET last_fired = ?2 WHERE name = ?1"),
-          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1") {}
-    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark;
+          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1"),
+          pause(c, "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING"),
+          resume(c, "DELETE FROM meta WHERE name = ?1") {}
+    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark, pause,
+        resume;
 };
 
 ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
@@ -103,6 +106,11 @@ void ChangeWriter::apply(const Change& change) {
                 s.remove_recurring.bind(1, c.name).run();
             } else if constexpr (std::is_same_v<C, RecurringFired>) {
                 s.fire_recurring.bind(1, c.name).bind(2, to_stored(c.fired_at)).run();
+            } else if constexpr (std::is_same_v<C, PoolPaused>) {
+                if (c.paused)
+                    s.pause.bind(1, paused_row_name(c.pool)).bind(2, to_stored(c.at)).run();
+                else
+                    s.resume.bind(1, paused_row_name(c.pool)).run();
             } else {
                 static_assert(std::is_same_v<C, HighWaterMarks>);
                 s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
@@ -181,8 +189,17 @@ Recovered load(Connection& connection, WallTime terminal_since) {
     while (recurring.step())
         out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
 
+    out.paused_pools = paused_pools(connection);
     out.marks = read_marks(connection);
     return out;
+}
+
+std::vector<std::string> paused_pools(Connection& connection) {
+    const std::string sql = std::string("SELECT substr(name, 8) FROM meta WHERE ") + paused_rows_where + " ORDER BY name";
+    Statement statement(connection, sql.c_str());
+    std::vector<std::string> pools;
+    while (statement.step()) pools.push_back(statement.text(0));
+    return pools;
 }
 
 StoreStats read_stats(Connection& connection) {
@@ -194,6 +211,7 @@ StoreStats read_stats(Connection& connection) {
         stats.tasks += counts.int64(1);
     }
     stats.recurring = connection.query_int("SELECT count(*) FROM recurring");
+    stats.paused_pools = paused_pools(connection);
     stats.marks = read_marks(connection);
     Statement leader(connection, "SELECT epoch, holder, expires_at FROM leader WHERE id = 1");
     if (leader.step())

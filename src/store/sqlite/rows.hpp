@@ -36,6 +36,8 @@ std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::
 std::vector<TaskRow> query_tasks(Connection& connection, const TaskQueryPlan& plan);
 /// Deletes up to `limit` terminal rows updated before `cutoff`.
 std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit);
+/// The pools the store holds paused, by name.
+std::vector<std::string> paused_pools(Connection& connection);
 /// Recovered, except its epoch.
 Recovered load(Connection& connection, WallTime terminal_since);
 

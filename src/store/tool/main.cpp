@@ -1,8 +1,10 @@
 // cronoq-store: inspects a cronoq store from the command line (docs/store.md,
 // cronoq-store).
-// Reads in short transactions, so it may run while a scheduler leads.
+// Reads in short transactions, so it may run while a scheduler leads; pause and
+// resume write only while none does.
 #include "output.hpp"
 #include "sqlite/connection.hpp"
+#include "sqlite/lease.hpp"
 #include "sqlite/rows.hpp"
 #include "sqlite/schema.hpp"
 #ifdef CRONOQ_STORE_TOOL_POSTGRES
@@ -38,6 +40,8 @@ commands:
       --cursor C              the next page, as the previous one named it on stderr
   show <id|key>                             one task
   prune --older-than <duration>             remove terminal tasks updated longer ago (7d, 12h, 30m, 45s)
+  pause <pool> | resume <pool>              while no scheduler leads: the next leader starts the pool
+                                            paused (or running); refused while one leads
 --schema names the PostgreSQL schema of the store (default cronoq).
 --json prints machine-readable output on stdout; messages go to stderr.
 )";
@@ -105,6 +109,8 @@ public:
     virtual RowPage query(const TaskQuery& query) = 0;
     virtual std::optional<TaskRow> find(const TaskRef& task) = 0;
     virtual std::size_t prune(WallTime cutoff, std::size_t limit) = 0;
+    /// False, writing nothing, while a scheduler leads the store.
+    virtual bool apply_unless_led(const Change& change) = 0;
 };
 
 class SqliteReader final : public Reader {
@@ -123,6 +129,9 @@ public:
     }
     std::optional<TaskRow> find(const TaskRef& task) override { return sqlite::find_task(db_, task); }
     std::size_t prune(WallTime cutoff, std::size_t limit) override { return sqlite::prune_tasks(db_, cutoff, limit); }
+    bool apply_unless_led(const Change& change) override {
+        return sqlite::apply_unless_led(db_, change, std::chrono::system_clock::now());
+    }
 
 private:
     sqlite::Connection db_;
@@ -150,6 +159,7 @@ public:
     std::size_t prune(WallTime cutoff, std::size_t limit) override {
         return postgres::prune_tasks(db_, names_, cutoff, limit);
     }
+    bool apply_unless_led(const Change& change) override { return postgres::apply_unless_led(db_, names_, change); }
 
 private:
     postgres::Connection db_;
@@ -270,6 +280,27 @@ int prune(Reader& db, const Options& options) {
     return 0;
 }
 
+/// pause / resume: only while no scheduler leads. A leader keeps its pools'
+/// state in memory and would not see the row; the next leader would, so a
+/// change written under a running leader would take effect at some later
+/// takeover, by surprise (docs/store.md, "Paused pools").
+int set_paused(Reader& db, const Options& options) {
+    expect_arguments(options.command, 2);
+    const bool paused = options.command[0] == "pause";
+    const std::string& pool = options.command[1];
+    if (!db.apply_unless_led(PoolPaused{pool, paused, std::chrono::system_clock::now()})) {
+        std::cerr << "cronoq-store: a scheduler leads " << options.store << "; it would not see this change: "
+                  << options.command[0] << " the pool through it (Scheduler::" << options.command[0]
+                  << ", or the dashboard)\n";
+        return 1;
+    }
+    if (options.json) std::cout << tool::dump(nlohmann::json{{"pool", pool}, {"paused", paused}}, -1) << "\n";
+    else
+        std::cerr << "pool \"" << pool << "\" " << (paused ? "paused" : "resumed")
+                  << " in the store: the next scheduler to lead starts it " << (paused ? "paused" : "running") << "\n";
+    return 0;
+}
+
 int run(const Options& options) {
     const std::string& command = options.command[0];
     const bool postgresql = options.store.starts_with("postgresql://") || options.store.starts_with("postgres://");
@@ -279,7 +310,8 @@ int run(const Options& options) {
         return 1;
     }
 #endif
-    if (command != "stats" && command != "list" && command != "show" && command != "prune")
+    if (command != "stats" && command != "list" && command != "show" && command != "prune" && command != "pause" &&
+        command != "resume")
         throw UsageError{"unknown command " + command};
     std::unique_ptr<Reader> reader;
 #ifdef CRONOQ_STORE_TOOL_POSTGRES
@@ -290,6 +322,7 @@ int run(const Options& options) {
     if (command == "stats") return stats(db, options);
     if (command == "list") return list(db, options);
     if (command == "show") return show(db, options);
+    if (command == "pause" || command == "resume") return set_paused(db, options);
     return prune(db, options);
 }
 

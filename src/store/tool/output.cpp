@@ -157,6 +157,7 @@ nlohmann::json stats_json(const StoreStats& stats) {
     out["tasks_by_status"] = nlohmann::json::object();
     for (const auto& [status, count] : stats.tasks_by_status) out["tasks_by_status"][status] = count;
     out["recurring"] = stats.recurring;
+    out["paused_pools"] = stats.paused_pools;
     out["next_task_id"] = stats.marks.next_task_id;
     out["next_lease_id"] = stats.marks.next_lease_id;
     out["leader"] = {{"holder", stats.leader.holder ? nlohmann::json(*stats.leader.holder) : nlohmann::json(nullptr)},
@@ -171,6 +172,11 @@ std::string stats_text(const StoreStats& stats) {
     out += "tasks: " + std::to_string(stats.tasks) + "\n";
     for (const auto& [status, count] : stats.tasks_by_status) out += "  " + status + ": " + std::to_string(count) + "\n";
     out += "recurring schedules: " + std::to_string(stats.recurring) + "\n";
+    if (!stats.paused_pools.empty()) {
+        out += "paused pools:";
+        for (const std::string& pool : stats.paused_pools) out += " " + pool;
+        out += "\n";
+    }
     out += "next task id: " + std::to_string(stats.marks.next_task_id) + "\n";
     out += "leader: " + stats.leader.holder.value_or("none") + " (epoch " + std::to_string(stats.leader.epoch);
     if (stats.leader.holder) out += ", lease until " + format_time(stats.leader.expires_at);

@@ -91,6 +91,22 @@ TEST_P(Journal, EveryChangeKindIsWrittenAndRecovered) {
     EXPECT_EQ(r.marks.next_lease_id, 60u);
 }
 
+TEST_P(Journal, PausedPoolsAreWrittenAndRecovered) {
+    const auto t0 = std::chrono::system_clock::now();
+    {
+        Leader leader(site());
+        leader.commit(Batch{{store::PoolPaused{"p", true, t0}, store::PoolPaused{"q: odd %_ name", true, t0},
+                             store::PoolPaused{"gone", true, t0}, store::PoolPaused{"gone", false, t0},
+                             store::PoolPaused{"p", true, t0 + 1s},  // paused again: no error, one row
+                             store::PoolPaused{"never", false, t0}}});
+        leader.store->journal().release();
+        ASSERT_TRUE(leader.reports.wait_lost());
+    }
+    const store::Recovered r = recover(site());
+    EXPECT_EQ(r.paused_pools, (std::vector<std::string>{"p", "q: odd %_ name"}));
+    EXPECT_EQ(r.marks.next_task_id, 0u) << "the marks are not disturbed by the rows beside them";
+}
+
 TEST_P(Journal, BatchesQueuedBeforeLeadingCommitInOneTransaction) {
     Reports reports;
     auto store = site().open();

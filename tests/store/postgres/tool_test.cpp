@@ -88,5 +88,37 @@ TEST(PgTool, StatsWithoutALeaderHasNoLeaseExpiry) {
     EXPECT_TRUE(leader["lease_expires_at"].is_null()) << stats.out;
 }
 
+// docs/store.md, "Paused pools": refused while a leader runs (it would not
+// see the row), written while none does, recovered by the next leader.
+TEST(PgTool, PauseAndResumeOnlyWhileNoSchedulerLeads) {
+    ASSERT_FALSE(pg_conninfo().empty()) << "CRONOQ_TEST_PG is not set: run through ctest (label postgres)";
+    PgSchema schema;
+    const std::string store = std::string("--store '") + CRONOQ_TEST_PG_URI + "' --schema " + schema.name();
+    {
+        Reports reports;
+        auto leader = PostgresStore::connect(pg_conninfo(), schema.config());
+        leader->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_leading());
+        EXPECT_EQ(tool(store + " pause emails").status, 1) << "refused while a leader runs";
+        leader->journal().release();
+        ASSERT_TRUE(reports.wait_lost());
+    }
+    const ToolRun paused = tool(store + " --json pause emails");
+    ASSERT_EQ(paused.status, 0) << paused.out;
+    EXPECT_EQ(nlohmann::json::parse(paused.out)["paused"], true);
+    EXPECT_EQ(tool(store + " pause other").status, 0);
+    EXPECT_EQ(tool(store + " resume other").status, 0);
+    const ToolRun stats = tool(store + " --json stats");
+    ASSERT_EQ(stats.status, 0);
+    EXPECT_EQ(nlohmann::json::parse(stats.out)["paused_pools"], nlohmann::json::array({"emails"}));
+
+    Reports reports;
+    auto next = PostgresStore::connect(pg_conninfo(), schema.config());
+    next->journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_leading());
+    ASSERT_TRUE(reports.recovered.has_value());
+    EXPECT_EQ(reports.recovered->paused_pools, std::vector<std::string>{"emails"});
+}
+
 }  // namespace
 }  // namespace cronoq::test::tool_test
