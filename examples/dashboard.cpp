@@ -137,7 +137,7 @@ asio::awaitable<void> demo(asio::io_context& io, fs::path dir) {
     co_await std::move(settled);
     cronoq::TaskQuery dead;
     dead.statuses = {cronoq::TaskStatus::DeadLettered};
-    const auto page = cronoq::detail::Access::core(sched)->query(dead);
+    const auto page = sched.query(dead);
     std::printf("dashboard: %zu dead-lettered tasks (broken invoices, flaky exports)\n", page.tasks.size());
     check(page.tasks.size() == 7, "4 broken invoices and 3 flaky exports dead-lettered");
     for (const auto& t : page.tasks) {

@@ -52,6 +52,21 @@ std::optional<TaskId> task_id(std::string_view text) {
     return TaskId{id};
 }
 
+/// Without a store, what a task view lacks (attempts, last error, times,
+/// priority) from the scheduler's query: the page that starts at its id.
+void complete_from_query(detail::SchedulerCore& core, detail::TaskView& view) {
+    TaskQuery q;
+    q.cursor = std::to_string(view.task.id.value + 1);
+    q.limit = 1;
+    TaskPage page = core.query(q);
+    if (page.tasks.empty() || page.tasks.front().id != view.task.id) return;
+    StoredTask& found = page.tasks.front();
+    if (found.payload.empty()) found.payload = std::move(view.task.payload);
+    if (!found.output) found.output = std::move(view.task.output);
+    view.task = std::move(found);
+    view.attempt_known = true;
+}
+
 Reply page_of_tasks(detail::SchedulerCore& core, const Parameters& parameters) {
     const TaskPage page = core.query(query_from(parameters));
     json tasks = json::array();
@@ -154,8 +169,9 @@ Reply Api::dispatch(detail::SchedulerCore& core, std::string_view method, std::s
         const auto id = task_id(parts[2]);
         if (!id) return error(404, "\"" + std::string(parts[2]) + "\" is not a task id");
         if (get && parts.size() == 3) {
-            const auto view = core.task_view(TaskRef(*id));
+            auto view = core.task_view(TaskRef(*id));
             if (!view) return error(404, "task " + std::to_string(id->value) + " is unknown");
+            if (!view->attempt_known) complete_from_query(core, *view);
             return json_reply(200, task_detail_json(*view));
         }
         if (method == "POST" && parts.size() == 4 && (parts[3] == "retry" || parts[3] == "cancel"))
@@ -163,7 +179,7 @@ Reply Api::dispatch(detail::SchedulerCore& core, std::string_view method, std::s
     }
     if (what == "pools" && parts.size() == 4 && method == "POST" && (parts[3] == "pause" || parts[3] == "resume")) {
         const std::string pool(parts[2]);
-        const bool known = parts[3] == "pause" ? core.pause(pool) : core.resume(pool);
+        const bool known = core.set_paused(pool, parts[3] == "pause");
         if (!known) return error(404, "pool \"" + pool + "\" is unknown");
         return json_reply(200, {{"pool", pool}, {"paused", parts[3] == "pause"}});
     }

@@ -101,7 +101,6 @@ json recurring_json(const std::vector<detail::RecurringView>& schedules) {
 json pools_json(const Snapshot& snapshot) {
     json pools = snapshot.to_json()["pools"];
     for (json& p : pools) {
-        if (!p.contains("paused")) p["paused"] = false;
         if (!p.contains("remote_workers")) p["remote_workers"] = nullptr;
     }
     return pools;

@@ -22,7 +22,7 @@ inline constexpr std::size_t preview_bytes = 4096;
 nlohmann::json task_json(const StoredTask& task);
 nlohmann::json task_detail_json(const detail::TaskView& view);
 nlohmann::json recurring_json(const std::vector<detail::RecurringView>& schedules);
-/// The snapshot's pools, each with `"paused"` and `"remote_workers"`.
+/// The snapshot's pools, each with `"remote_workers"` (null for a local pool).
 nlohmann::json pools_json(const Snapshot& snapshot);
 
 /// `status` (comma-separated names), `pool`, `kind`, `key_prefix`,

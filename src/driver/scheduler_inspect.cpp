@@ -84,6 +84,9 @@ std::optional<TaskView> SchedulerCore::task_view(const TaskRef& ref) const {
     }
     TaskView view;
     ErasedValue payload;
+    // Bytes only through a codec the scheduler has: a remote pool's, or the
+    // store's (none without a store): a local pool's types need none.
+    const std::function<std::string(const void*)>* encode = nullptr;
     {
         State::Read read(*s_);
         const auto task = s_->resolve(ref);
@@ -100,11 +103,13 @@ std::optional<TaskView> SchedulerCore::task_view(const TaskRef& ref) const {
             view.task.key = record->key();
             if (record->more) view.depends_on = dependencies(record->more->depends_on);
             payload = record->payload;
+            for (const PoolRuntime& pool : s_->pools)
+                if (pool.name == record->pool && pool.def.codec.encode_payload) encode = &pool.def.codec.encode_payload;
         }
     }
-    if (payload) {
+    if (payload && encode) {
         try {
-            view.task.payload = s_->options.codec.encode_payload(payload.get());
+            view.task.payload = (*encode)(payload.get());
         } catch (const std::exception&) {
             // A payload its codec refuses has no preview.
         }

@@ -132,9 +132,38 @@ TEST(DashboardApi, BulkRetryOfDeadLetters) {
     EXPECT_EQ(Served::json(r)["retried"], 3);
 }
 
-TEST(DashboardApi, PauseAndResumeUnknownPoolIs404) {
+TEST(DashboardApi, PauseAndResumeAPool) {
     Served s;
+    const auto paused = s.post("/api/pools/work/pause");
+    ASSERT_EQ(paused.status, 200) << paused.body;
+    EXPECT_EQ(Served::json(paused)["paused"], true);
+    EXPECT_EQ(Served::json(s.get("/api/pools"))["pools"][0]["paused"], true);
+    EXPECT_EQ(Served::json(s.get("/api/pools"))["pools"][1]["paused"], false);
+    auto held = s.sched().try_submit(Task<std::string>("held").pool("work"));
+    ASSERT_TRUE(held);
+    EXPECT_EQ(s.sched().status(held.value().id()), TaskStatus::Ready);  // admitted, not dispatched
+    ASSERT_EQ(s.post("/api/pools/work/resume").status, 200);
+    EXPECT_EQ(Served::json(s.get("/api/pools"))["pools"][0]["paused"], false);
+    s.wait(held.value());
+    EXPECT_EQ(s.sched().status(held.value().id()), TaskStatus::Succeeded);
     EXPECT_EQ(s.post("/api/pools/nope/pause").status, 404);
+}
+
+TEST(DashboardApi, WithoutAStoreTasksComeFromTheScheduler) {
+    Served s(DashboardConfig{"127.0.0.1:0", "", false}, Served::Memory);
+    const TaskId dead = s.run(Task<std::string>("fail here").pool("work").key("k-dead"));
+    s.run(Task<std::string>("fine").pool("work").key("k-fine"));
+    const auto page = Served::json(s.get("/api/tasks?status=dead_lettered"));
+    ASSERT_EQ(page["tasks"].size(), 1u);
+    EXPECT_EQ(page["tasks"][0]["id"], dead.value);
+    const auto detail = Served::json(s.get("/api/tasks/" + std::to_string(dead.value)));
+    EXPECT_EQ(detail["status"], "dead_lettered");
+    EXPECT_EQ(detail["attempt"], 1);
+    EXPECT_EQ(detail["last_error"], "it failed: fail here");
+    EXPECT_EQ(detail["key"], "k-dead");
+    EXPECT_TRUE(Served::json(s.get("/api/store"))["store"].is_null());
+    const auto retried = s.post("/api/tasks/" + std::to_string(dead.value) + "/retry");
+    EXPECT_EQ(retried.status, 200) << retried.body;
 }
 
 TEST(DashboardApi, BadParametersAre400AndUnknownRoutes404) {

@@ -163,6 +163,17 @@ async def drive(url, devtools_port, out):
                             f"task {again} to run again and succeed")
         print(f"browser: task {again}, the retry, ran again and succeeded")
 
+        # Pause a pool, then resume it, with the mouse.
+        await page.click("#pools .card[data-pool='emails'] h3 button")
+        await page.wait_for("(() => { const c = document.querySelector(\"#pools .card[data-pool='emails']\");"
+                            " return c.classList.contains('paused') && c.querySelector('h3 button').textContent === 'Resume'; })()",
+                            "the emails pool to show paused, with a Resume control")
+        await page.click("#pools .card[data-pool='emails'] h3 button")
+        await page.wait_for("(() => { const c = document.querySelector(\"#pools .card[data-pool='emails']\");"
+                            " return !c.classList.contains('paused') && c.querySelector('h3 button').textContent === 'Pause'; })()",
+                            "the emails pool to run again")
+        print("browser: paused the emails pool with Pause and resumed it with Resume")
+
         # A payload holding markup shows as text, and runs nothing.
         await page.click(f"#tasks tbody tr[data-task='{again}'] .task-link")
         await page.evaluate("(() => { document.querySelector('#search-by').value = 'key_prefix';"

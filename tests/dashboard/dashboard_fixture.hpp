@@ -1,6 +1,7 @@
 #pragma once
-// A scheduler on a SQLite store with a dashboard, its io_context run by a
-// thread of its own, for the dashboard tests. Payloads starting with "fail"
+// A scheduler on a SQLite store (or, `Memory`, without one) with a
+// dashboard, its io_context run by a thread of its own, for the dashboard
+// tests. Payloads starting with "fail"
 // fail (one attempt: they end dead-lettered); others succeed with
 // "out:<payload>". Pools: "work" and "other".
 #include <cronoq/cronoq.hpp>
@@ -27,18 +28,23 @@ using Sched = Scheduler<std::string, std::string>;
 
 class Served {
 public:
-    explicit Served(DashboardConfig config = {"127.0.0.1:0", "", false}) {
+    enum Keeping { Durable, Memory };
+
+    explicit Served(DashboardConfig config = {"127.0.0.1:0", "", false}, Keeping keeping = Durable) {
         thread_ = std::thread([this] { io_.run(); });
         auto fn = [](TaskContext, std::shared_ptr<const std::string> p) -> Result<std::string> {
             if (p->starts_with("fail")) return TaskError::retryable("it failed: " + *p);
             return "out:" + *p;
         };
-        auto opening = Sched::builder()
-                           .pool(Pool<std::string, std::string>("work").workers(2, 2, 2).retry(RetryPolicy::none()).executor_fn(fn))
-                           .pool(Pool<std::string, std::string>("other").workers(1, 1, 1).executor_fn(fn))
-                           .store(SqliteStore::open(scratch_.file("cronoq.db")))
-                           .open(io_.get_executor());
-        sched_ = asio::co_spawn(io_, optional_of(std::move(opening)), asio::use_future).get();
+        auto builder = Sched::builder();
+        builder.pool(Pool<std::string, std::string>("work").workers(2, 2, 2).retry(RetryPolicy::none()).executor_fn(fn))
+            .pool(Pool<std::string, std::string>("other").workers(1, 1, 1).executor_fn(fn));
+        if (keeping == Durable) {
+            auto opening = builder.store(SqliteStore::open(scratch_.file("cronoq.db"))).open(io_.get_executor());
+            sched_ = asio::co_spawn(io_, optional_of(std::move(opening)), asio::use_future).get();
+        } else {
+            sched_.emplace(builder.build(io_.get_executor()));
+        }
         try {
             dashboard_.emplace(Dashboard::start(*sched_, std::move(config)));
         } catch (...) {
@@ -65,8 +71,9 @@ public:
     std::uint16_t port() const { return dashboard_->port(); }
 
     /// Submits and waits for the end, committed; the task's id.
-    TaskId run(Task<std::string> task) {
-        auto handle = sched_->try_submit(std::move(task)).value();
+    TaskId run(Task<std::string> task) { return wait(sched_->try_submit(std::move(task)).value()); }
+    /// Waits for the task's end, committed; its id.
+    TaskId wait(TaskHandle<std::string> handle) {
         auto result = handle.result();
         try {
             asio::co_spawn(io_, std::move(result), asio::use_future).get();

@@ -150,10 +150,6 @@ public:
     /// (read on the calling thread), else what the scheduler holds of a
     /// live or retained task; empty if unknown. Thread-safe.
     std::optional<TaskView> task_view(const TaskRef& task) const;
-    /// Scheduler::query, pause and resume (docs/guide/operations.md).
-    TaskPage query(const TaskQuery& query) const;
-    bool pause(std::string_view pool);
-    bool resume(std::string_view pool);
     /// The scheduler as a worker server sees it (docs/remote.md,
     /// <cronoq/detail/remote_host.hpp>): one object per scheduler, made on
     /// first use, thread-safe. It holds the scheduler weakly: once the
