@@ -18,7 +18,9 @@ struct DashboardConfig {
     std::string listen = "127.0.0.1:7071";
     /// Empty: no token, and `listen` must be a loopback address. Otherwise
     /// every request needs it: `Authorization: Bearer <token>`, or the
-    /// HttpOnly cookie a form `POST /login` (field `token`) sets.
+    /// HttpOnly cookie a form `POST /login` (field `token`) sets; hence
+    /// printable ASCII without spaces, quotes, commas, semicolons or
+    /// backslashes.
     std::string token;
     /// No actions: the page shows no action controls and the action routes
     /// answer 403.
@@ -43,7 +45,8 @@ struct DashboardConfig {
 class Dashboard {
 public:
     /// Binds `config.listen` and starts serving. Throws `ConfigError` for a
-    /// malformed `listen`, a non-loopback one without a token, or a
+    /// malformed `listen`, a non-loopback one without a token, a token a
+    /// cookie cannot carry, or a
     /// scheduler not built on an `asio::io_context`; `std::system_error`
     /// when the address cannot be bound.
     template <class P, class O>

@@ -73,6 +73,10 @@ ListenAddress check_config(const DashboardConfig& config) {
     out.host = lower(parts->host) == "localhost" ? "127.0.0.1" : parts->host;
     if (!ip_literal(out.host))
         throw ConfigError("dashboard listen: \"" + config.listen + "\": the host must be an IP address or localhost");
+    // The token travels in a cookie too: RFC 6265's cookie-value octets only.
+    for (const char c : config.token)
+        if (c < 0x21 || c > 0x7e || c == '"' || c == ',' || c == ';' || c == '\\')
+            throw ConfigError("dashboard token: only printable ASCII without spaces, quotes, commas, semicolons or backslashes");
     out.port = static_cast<std::uint16_t>(port);
     out.loopback = loopback_ip(out.host);
     if (!out.loopback && config.token.empty())

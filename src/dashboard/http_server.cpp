@@ -83,6 +83,13 @@ restinio::request_handling_status_t respond(const restinio::request_handle_t& re
 
 Reply json_error(int status, const std::string& message) { return error_reply(status, message); }
 
+/// The request's path, percent-decoded; empty when malformed.
+std::optional<std::string> decoded_path(const restinio::request_handle_t& req) {
+    auto path = restinio::utils::try_unescape_percent_encoding<restinio::utils::relaxed_unescape_traits>(req->header().path());
+    if (!path) return std::nullopt;
+    return std::move(*path);
+}
+
 // What answers requests. Shared with RESTinio's handler, which a
 // connection may still hold after the dashboard stopped.
 struct Handler {
@@ -101,22 +108,22 @@ struct Handler {
         const RequestHeaders headers{header(req, "Authorization"), header(req, "Cookie"), header(req, "Origin"),
                                      header(req, "Sec-Fetch-Site"), header(req, "Host")};
         const std::string method(req->header().method().c_str());
-        const std::string path = restinio::utils::unescape_percent_encoding<restinio::utils::relaxed_unescape_traits>(req->header().path());
+        const auto path = decoded_path(req);
+        if (!path) return respond(req, json_error(400, "malformed percent-encoding in the path"));
         // Without a token only loopback names reach it: a page of another
         // site cannot rebind its own name to 127.0.0.1 and read the API.
         if (config_.token.empty() && !loopback_host(headers))
             return respond(req, json_error(403, "the Host header must name a loopback address"));
-        const bool action = Api::is_action(method, path) || path == "/login";
+        const bool action = Api::is_action(method, *path) || *path == "/login";
         if (action && cross_site(headers)) return respond(req, json_error(403, "cross-site request refused"));
-        if (path == "/login" && method == "POST") return login(req);
+        if (*path == "/login" && method == "POST") return login(req);
         if (!has_token(config_.token, headers)) {
-            const bool page = method == "GET" && (path == "/" || path == "/index.html");
+            // The page's stylesheet is no secret: the sign-in form uses it.
+            if (method == "GET" && *path == "/style.css") return respond(req, api_.handle(method, *path, {}));
+            const bool page = method == "GET" && (*path == "/" || *path == "/index.html");
             Reply reply = page ? Reply{401, "text/html; charset=utf-8", login_page}
                                : json_error(401, "a token is required (Authorization: Bearer, or sign in at /)");
-            // The page's stylesheet is no secret: the sign-in form uses it.
-            if (method == "GET" && path == "/style.css") reply = api_.handle(method, path, {});
-            else return respond(req, std::move(reply), "WWW-Authenticate", "Bearer realm=\"cronoq\"");
-            return respond(req, std::move(reply));
+            return respond(req, std::move(reply), "WWW-Authenticate", "Bearer realm=\"cronoq\"");
         }
         Parameters parameters;
         try {
@@ -125,7 +132,7 @@ struct Handler {
         } catch (const std::exception&) {
             return respond(req, json_error(400, "malformed query string"));
         }
-        return respond(req, api_.handle(method, path, parameters));
+        return respond(req, api_.handle(method, *path, parameters));
     }
 
     restinio::request_handling_status_t login(const restinio::request_handle_t& req) {

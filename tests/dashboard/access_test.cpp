@@ -17,6 +17,8 @@ TEST(DashboardAccess, NonLoopbackWithoutTokenIsAConfigError) {
     EXPECT_THROW(Served(DashboardConfig{"127.0.0.1", "", false}), ConfigError);       // no port
     EXPECT_THROW(Served(DashboardConfig{"127.0.0.1:70000", "", false}), ConfigError);  // past 65535
     EXPECT_THROW(Served(DashboardConfig{"example.com:0", "t", false}), ConfigError);   // not an address
+    EXPECT_THROW(Served(DashboardConfig{"127.0.0.1:0", "a b", false}), ConfigError);   // not a cookie value
+    EXPECT_THROW(Served(DashboardConfig{"127.0.0.1:0", "a;b", false}), ConfigError);
 }
 
 TEST(DashboardAccess, OffLoopbackEveryRequestNeedsTheToken) {

@@ -171,6 +171,7 @@ TEST(DashboardApi, BadParametersAre400AndUnknownRoutes404) {
     EXPECT_EQ(s.get("/api/tasks?status=sleeping").status, 400);
     EXPECT_EQ(s.get("/api/tasks?limit=many").status, 400);
     EXPECT_EQ(s.get("/api/tasks?submitted_after=yesterday").status, 400);
+    EXPECT_EQ(s.get("/api/tasks/%zz").status, 400);
     EXPECT_EQ(s.get("/api/nothing").status, 404);
     EXPECT_EQ(s.get("/elsewhere").status, 404);
 }
