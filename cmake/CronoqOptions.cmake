@@ -10,10 +10,11 @@ option(CRONOQ_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (Clang on
 option(CRONOQ_UNITY_BUILD "Compile sources in batches (unity builds)" ON)
 set(CRONOQ_SANITIZE "" CACHE STRING "Sanitizers to build with: address,undefined or thread")
 
-# Optional components, each with a dependency (docs/guide/durability.md, docs/remote.md): AUTO builds it
+# Optional components, each with a dependency (docs/guide/durability.md, docs/remote.md,
+# docs/guide/dashboard.md): AUTO builds it
 # when the dependency is found, ON requires it (configuring fails without
 # it), OFF leaves it out.
-foreach(feature IN ITEMS SQLITE POSTGRES GRPC)
+foreach(feature IN ITEMS SQLITE POSTGRES GRPC DASHBOARD)
     set(CRONOQ_WITH_${feature} AUTO CACHE STRING "Build the ${feature} component: AUTO, ON or OFF")
     set_property(CACHE CRONOQ_WITH_${feature} PROPERTY STRINGS AUTO ON OFF)
 endforeach()

@@ -55,6 +55,8 @@ public:
     void rearm(const EngineHeld&, WallTime wall, core::Time now, bool stopped);
     /// No schedule fires any more (shutdown; the scheduler's destruction).
     void stop() { timer_->disarm(); }
+    /// Every schedule, by name (what the dashboard lists).
+    const std::map<std::string, Schedule, std::less<>>& schedules(const EngineHeld&) const { return schedules_; }
 
 private:
     std::unique_ptr<Clock::Timer> timer_;

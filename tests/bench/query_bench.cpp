@@ -21,11 +21,12 @@
 // transaction with synchronous off; 2 000 000 rows take about 0.5 GB.
 // Row mix: 8 pools, 5 kinds, a key on every tenth task; 97 % succeeded,
 // 1 % dead_lettered, 1 % failed, 0.5 % ready, 0.5 % running.
+#include "large_sqlite_store.hpp"
+
 #include <cronoq/store/sqlite_store.hpp>
 
 #include <benchmark/benchmark.h>
 
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -42,41 +43,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-void exec(sqlite3* db, const std::string& sql) {
-    char* message = nullptr;
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-        const std::string what = message ? message : "?";
-        sqlite3_free(message);
-        throw std::runtime_error("query_bench: " + what + " in " + sql);
-    }
-}
-
-/// A store of `rows` tasks at `file`: the schema from SqliteStore::open, the
-/// rows written past it in one transaction.
-std::shared_ptr<cronoq::SqliteStore> build_store(const fs::path& file, std::int64_t rows) {
-    cronoq::SqliteStore::open(file);  // the schema, at the current version
-    sqlite3* db = nullptr;
-    if (sqlite3_open(file.c_str(), &db) != SQLITE_OK) throw std::runtime_error("query_bench: cannot open " + file.string());
-    exec(db, "PRAGMA synchronous=OFF; PRAGMA cache_size=-1000000; BEGIN");
-    exec(db, R"sql(
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < )sql" + std::to_string(rows) + R"sql()
-INSERT INTO tasks (id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options,
-                   payload, output)
-SELECT i,
-       CASE WHEN i % 10 = 0 THEN 'key-' || i END,
-       'pool-' || (i % 8),
-       'kind-' || (i % 5),
-       CASE WHEN i % 200 = 7 THEN 'ready' WHEN i % 200 = 8 THEN 'running'
-            WHEN i % 100 = 3 THEN 'dead_lettered' WHEN i % 100 = 4 THEN 'failed' ELSE 'succeeded' END,
-       1, '', 1700000000000000000 + i * 1000000, 1700000000000000000 + i * 1000000, NULL,
-       '{"v":1,"priority":2}', 'payload-' || i, NULL
-FROM n
-)sql");
-    exec(db, "UPDATE meta SET value = " + std::to_string(rows + 1) + " WHERE name = 'next_task_id'; COMMIT");
-    sqlite3_close(db);
-    return cronoq::SqliteStore::open(file);
-}
-
 struct Stores {
     fs::path dir;
     std::int64_t large_rows = 2'000'000;
@@ -88,9 +54,9 @@ struct Stores {
         if (!::mkdtemp(pattern.data())) throw std::runtime_error("query_bench: mkdtemp failed");
         dir = pattern;
         const auto start = Clock::now();
-        large = build_store(dir / "large.db", large_rows);
+        large = cronoq_bench::build_large_store(dir / "large.db", large_rows);
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        small = build_store(dir / "small.db", 10'000);
+        small = cronoq_bench::build_large_store(dir / "small.db", 10'000);
         std::fprintf(stderr, "query_bench: %lld rows built in %.1f s, %.0f MB\n", static_cast<long long>(large_rows),
                      seconds, static_cast<double>(fs::file_size(dir / "large.db")) / 1e6);
     }

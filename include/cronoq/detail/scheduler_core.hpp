@@ -7,6 +7,7 @@
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/task_request.hpp>
 #include <cronoq/detail/handle_state.hpp>
+#include <cronoq/detail/inspection.hpp>
 #include <cronoq/ids.hpp>
 #include <cronoq/pool_stats.hpp>
 #include <cronoq/submit_error.hpp>
@@ -145,6 +146,13 @@ public:
     /// How often the engine's lock was taken so far (a cost figure).
     std::uint64_t lock_acquisitions() const;
     Snapshot snapshot() const;
+    /// The recurring schedules, each with its next `occurrences`
+    /// (<cronoq/detail/inspection.hpp>). Thread-safe.
+    std::vector<RecurringView> recurring_view(std::size_t occurrences) const;
+    /// One task by id or key with its dependencies: with a store its row
+    /// (read on the calling thread), else what the scheduler holds of a
+    /// live or retained task; empty if unknown. Thread-safe.
+    std::optional<TaskView> task_view(const TaskRef& task) const;
     /// The scheduler as a worker server sees it (docs/remote.md,
     /// <cronoq/detail/remote_host.hpp>): one object per scheduler, made on
     /// first use, thread-safe. It holds the scheduler weakly: once the
