@@ -142,15 +142,20 @@ public:
         r.pool = old->pool;
         r.kind = old->kind;
         r.key = old->key;
-        if (r.key)
-            throw SubmitException(SubmitError::Invalid,
-                                  "a client cannot retry a task with a key yet: the key would resolve to the ended "
-                                  "task (retry it on the leader, Scheduler::retry)");
         if (auto refusal = ClientRows::check(r, config()))
             throw SubmitException(refusal->first, std::move(refusal->second));
         std::vector<store::TaskRow> rows;
         rows.push_back(rows_.row(std::move(old->payload), r));
-        return access_.submit(std::move(rows)).at(0).id;
+        const store::ClientSubmitted submitted = access_.submit(std::move(rows)).at(0);
+        // A key resolves to a task that ended within the leader's retention:
+        // then the store inserted nothing, and the key cannot move from a
+        // client (docs/guide/replicas.md, "Retry from a client").
+        if (!submitted.created)
+            throw SubmitException(SubmitError::Invalid,
+                                  "the key \"" + *r.key + "\" still resolves to task " + std::to_string(submitted.id.value) +
+                                      ", which ended within the leader's retention: retry it on the leader "
+                                      "(Scheduler::retry), which moves the key");
+        return submitted.id;
     }
 
     TaskPage query(const TaskQuery& query) override { return store_->query(query); }
