@@ -7,6 +7,7 @@
 #include <cronoq/logging.hpp>
 
 #include "recurring_definition.hpp"
+#include "shard_config_codec.hpp"
 #include "task_options.hpp"
 #include "timers.hpp"
 
@@ -51,7 +52,9 @@ void Recovery::lead(store::Recovered recovered) {
         SchedulerCore::State::Step step(s_);
         s_.durable->start_writing(s_.held());
         const auto now = s_.clock->now();
-        tasks(recovered, now, s_.clock->system_now());
+        const auto wall = s_.clock->system_now();
+        write_config(wall);
+        tasks(recovered, now, wall);
         schedules(recovered.recurring);
         Actions(s_).apply(s_.held(), now);
         Timers(s_).rearm_recurring(s_.held());
@@ -105,6 +108,22 @@ void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
 void Recovery::fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
     s_.log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
     s_.durable->write_failed(s_.held(), id, attempt, std::move(message), wall);
+}
+
+void Recovery::write_config(WallTime wall) {
+    ShardConfigBody body;
+    for (const PoolRuntime& p : s_.pools) {
+        const core::PoolConfig& c = p.def.engine;
+        ShardConfigBody::PoolEntry e{*p.name, c.remote, std::nullopt, c.overflow, c.max_workers};
+        if (c.bounds.bounded()) e.max_pending = c.bounds.max_pending;
+        body.pools.push_back(std::move(e));
+    }
+    for (const Resource& r : s_.options.engine.resources)
+        body.resources.push_back({r.name, r.kind, r.kind == Resource::Kind::Semaphore ? r.permits : r.burst});
+    if (s_.options.engine.global_bounds.bounded()) body.global_max_pending = s_.options.engine.global_bounds.max_pending;
+    body.retention = s_.options.engine.retention;
+    body.max_value_bytes = s_.durable->journal().max_value_bytes();
+    s_.durable->write(s_.held(), store::ConfigWritten{{std::string(default_shard), encode_shard_config(body), wall}});
 }
 
 void Recovery::schedules(std::vector<store::RecurringRow>& rows) {

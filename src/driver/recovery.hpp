@@ -37,6 +37,9 @@ private:
     /// A task that cannot come back ends failed in the store, and is named in the log.
     void fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) CRONOQ_REQUIRES(s_.mu);
     void schedules(std::vector<store::RecurringRow>& rows) CRONOQ_REQUIRES(s_.mu);
+    /// The configuration clients check their tasks against (docs/store.md,
+    /// "Clients"), written in the first commit, before open() returns.
+    void write_config(WallTime wall) CRONOQ_REQUIRES(s_.mu);
 
     SchedulerCore::State& s_;
 };
