@@ -46,7 +46,7 @@ std::string encode_shard_config(const ShardConfigBody& body) {
     j["pools"] = std::move(pools);
     json resources = json::array();
     for (const auto& r : body.resources)
-        resources.push_back({{"name", r.name}, {"kind", kind_name(r.kind)}, {"max_units", r.max_units}});
+        resources.push_back({{"name", r.name}, {"kind", kind_name(r.kind)}, {"capacity", r.max_units}});
     j["resources"] = std::move(resources);
     if (body.global_max_pending) j["global_max_pending"] = *body.global_max_pending;
     j["retention_ns"] = body.retention.count();
@@ -70,7 +70,7 @@ ShardConfigBody decode_shard_config(std::string_view text) {
     if (j.contains("resources"))
         for (const json& e : j.at("resources"))
             body.resources.push_back({e.at("name").get<std::string>(), kind_named(e.at("kind").get<std::string>()),
-                                      e.value("max_units", std::uint32_t{0})});
+                                      e.value("capacity", std::uint32_t{0})});
     if (j.contains("global_max_pending")) body.global_max_pending = j.at("global_max_pending").get<std::size_t>();
     body.retention = std::chrono::nanoseconds(j.value("retention_ns", std::int64_t{0}));
     body.max_value_bytes = j.value("max_value_bytes", std::size_t{0});
