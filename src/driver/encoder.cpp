@@ -51,13 +51,21 @@ Encoded Encoder::with_payload(std::string payload, const TaskRequest& r, std::ch
     return Encoded{std::move(payload), durable_ ? encode_options(r, wall) : std::string(), wall};
 }
 
-TaskRequest Encoder::decode(const store::TaskRow& row) const {
-    TaskRequest r = decode_options(row.options);
+TaskRequest Encoder::decode(const store::TaskRow& row, std::optional<ClientBatchMark>* batch) const {
+    TaskRequest r = decode_options(row.options, batch);
     r.payload = codec_.decode_payload(row.payload);
     r.pool = row.pool;
     r.kind = row.kind;
     r.key = row.key;
     return r;
+}
+
+std::string Encoder::stored_refusal(const TaskRequest& r, std::size_t payload_bytes) const {
+    if (durable_ && payload_bytes > max_value_bytes_)
+        return "payload: " + std::to_string(payload_bytes) + " bytes encoded, more than the store accepts (" +
+               std::to_string(max_value_bytes_) + ")";
+    if (const PoolRuntime* remote = remote_pool_of(r)) return lease_too_large(r, *remote, payload_bytes);
+    return {};
 }
 
 std::shared_ptr<const void> Encoder::decode_output(const store::TaskRow& row) const {

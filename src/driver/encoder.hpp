@@ -12,12 +12,14 @@
 #include <cronoq/submit_error.hpp>
 
 #include "pool_runtime.hpp"
+#include "task_options.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace cronoq::detail {
@@ -46,7 +48,13 @@ public:
     /// A request from a stored row (recovery, a retry known only from its
     /// row): the options, then the payload through codec<P>. Throws
     /// std::exception on bytes it cannot read.
-    TaskRequest decode(const store::TaskRow& row) const;
+    TaskRequest decode(const store::TaskRow& row) const { return decode(row, nullptr); }
+    /// The same, with a client's batch mark (task_options.hpp) into `batch`.
+    TaskRequest decode(const store::TaskRow& row, std::optional<ClientBatchMark>* batch) const;
+    /// Why a request decoded from a client's row (docs/store.md, "Clients")
+    /// could not be admitted with its stored bytes: over the store's limit,
+    /// or a lease larger than a worker server sends; empty when it can.
+    std::string stored_refusal(const TaskRequest& r, std::size_t payload_bytes) const;
     /// A stored payload (a schedule's template) through codec<P>. Throws
     /// std::exception on bytes it cannot read.
     ErasedValue decode_payload(std::string_view bytes) const { return ErasedValue(codec_.decode_payload(bytes)); }
