@@ -98,6 +98,8 @@ public:
             return refused;
         }
         if (batch && !rows.empty()) {
+            // The leader ingests the rows that carry this mark whole
+            // (src/driver/client_batch.hpp); they are committed together.
             const ClientBatchMark mark{new_client_batch_id(), static_cast<std::uint32_t>(rows.size()), 0};
             for (std::size_t k = 0; k < rows.size(); ++k) {
                 ClientBatchMark m = mark;

@@ -13,16 +13,19 @@ std::optional<std::pair<SubmitError, std::string>> ClientRows::check(const TaskR
     if (!r.pool || r.pool->empty())
         return std::pair{SubmitError::Invalid, std::string("a client has no default pool: name one with Task::pool")};
     if (!known.any || !known.complete) return std::nullopt;
-    if (!known.pools.count(*r.pool))
+    const auto pool = known.pools.find(*r.pool);
+    if (pool == known.pools.end())
         return std::pair{SubmitError::UnknownPool, "no leader declares the pool \"" + *r.pool + "\" (declared: " +
                                                        known.pool_names() + ")"};
+    if (!r.labels.empty() && !pool->second.remote)
+        return std::pair{SubmitError::Invalid, "labels are for remote pools; \"" + *r.pool + "\" runs its attempts locally"};
     for (const auto& use : r.resources) {
         auto it = known.resources.find(use.name);
         if (it == known.resources.end())
             return std::pair{SubmitError::UnknownResource, "no leader declares the resource \"" + use.name + "\""};
-        if (it->second && use.amount > *it->second)
+        if (use.amount > it->second)
             return std::pair{SubmitError::ResourceExceedsCapacity,
-                             "the resource \"" + use.name + "\" grants at most " + std::to_string(*it->second) +
+                             "the resource \"" + use.name + "\" grants at most " + std::to_string(it->second) +
                                  " units, the task asks for " + std::to_string(use.amount)};
     }
     return std::nullopt;
