@@ -138,7 +138,7 @@ TEST_F(ToolTest, StatsCountsTasksByStatusWhileALeaderRuns) {
     const auto stats = nlohmann::json::parse(run.out);
     EXPECT_EQ(stats["tasks"], 4);
     EXPECT_EQ(stats["tasks_by_status"]["dead_lettered"], 2);
-    EXPECT_EQ(stats["schema_version"], 2);
+    EXPECT_EQ(stats["schema_version"], 3);
     EXPECT_EQ(stats["leader"]["epoch"], 1);
     EXPECT_FALSE(stats["leader"]["holder"].is_null());
     const ToolRun text = run_tool(dir, {"--store", file(), "stats"});

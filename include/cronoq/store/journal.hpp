@@ -107,6 +107,11 @@ struct ShardConfig {
     std::string shard;
     std::string body;
     WallTime written_at;
+    /// The leader's retention (`Builder::retention`): a key that a
+    /// task ended at most this long ago holds resolves to that task when a
+    /// client submits (docs/store.md, "Clients"). Kept apart from `body` so
+    /// that the store need not parse it.
+    std::chrono::nanoseconds retention{0};
 };
 
 /// Replaces the configuration of `config.shard`.
