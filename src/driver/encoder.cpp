@@ -51,8 +51,8 @@ Encoded Encoder::with_payload(std::string payload, const TaskRequest& r, std::ch
     return Encoded{std::move(payload), durable_ ? encode_options(r, wall) : std::string(), wall};
 }
 
-TaskRequest Encoder::decode(const store::TaskRow& row, std::optional<ClientBatchMark>* batch) const {
-    TaskRequest r = decode_options(row.options, batch);
+TaskRequest Encoder::decode(const store::TaskRow& row) const {
+    TaskRequest r = decode_options(row.options);
     r.payload = codec_.decode_payload(row.payload);
     r.pool = row.pool;
     r.kind = row.kind;

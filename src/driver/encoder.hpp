@@ -12,7 +12,6 @@
 #include <cronoq/submit_error.hpp>
 
 #include "pool_runtime.hpp"
-#include "task_options.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -48,9 +47,7 @@ public:
     /// A request from a stored row (recovery, a retry known only from its
     /// row): the options, then the payload through codec<P>. Throws
     /// std::exception on bytes it cannot read.
-    TaskRequest decode(const store::TaskRow& row) const { return decode(row, nullptr); }
-    /// The same, with a client's batch mark (task_options.hpp) into `batch`.
-    TaskRequest decode(const store::TaskRow& row, std::optional<ClientBatchMark>* batch) const;
+    TaskRequest decode(const store::TaskRow& row) const;
     /// Why a request decoded from a client's row (docs/store.md, "Clients")
     /// could not be admitted with its stored bytes: over the store's limit,
     /// or a lease larger than a worker server sends; empty when it can.

@@ -5,6 +5,7 @@
 #include <cronoq/logging.hpp>
 
 #include "actions.hpp"
+#include "client_batch.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -21,7 +22,7 @@ namespace {
 constexpr std::size_t read_limit = 1024;
 
 bool same_batch(const std::optional<ClientBatchMark>& a, const std::optional<ClientBatchMark>& b) {
-    return a && b && a->token == b->token;
+    return a && b && a->id == b->id;
 }
 
 }  // namespace
@@ -78,8 +79,14 @@ void Ingestion::decode(Incoming& in) const {
         return;
     }
     const store::TaskRow& row = *in.entry.row;
+    // The mark first: a row of a batch that cannot be read fails its batch.
     try {
-        in.request = s_.encoder.decode(row, &in.batch);
+        in.batch = client_batch_of(row.options);
+    } catch (const std::exception&) {
+        // Unreadable options: the decode below says why.
+    }
+    try {
+        in.request = s_.encoder.decode(row);
     } catch (const std::exception& e) {
         in.problem = std::string("decode: ") + e.what();
         return;

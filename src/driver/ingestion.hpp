@@ -8,6 +8,7 @@
 // a scheduler no client writes to does no work here. Data: intake.hpp.
 #include <cronoq/store/journal.hpp>
 
+#include "client_batch.hpp"
 #include "scheduler_state.hpp"
 
 #include <chrono>

@@ -49,7 +49,7 @@ constexpr int format_version = 1;
 
 std::int64_t wall_ns(Wall t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(); }
 
-std::string encode_options(const TaskRequest& r, Wall wall, const ClientBatchMark* batch) {
+std::string encode_options(const TaskRequest& r, Wall wall) {
     json j = versioned_object(format_version);
     j["priority"] = static_cast<int>(r.priority);
     if (r.deadline_at) j["deadline_at"] = ns(*r.deadline_at);
@@ -81,11 +81,10 @@ std::string encode_options(const TaskRequest& r, Wall wall, const ClientBatchMar
     }
     // Optional, so that rows written before labels existed read the same.
     if (!r.labels.empty()) j["labels"] = r.labels;
-    if (batch) j["batch"] = {{"token", batch->token}, {"size", batch->size}};
     return j.dump();
 }
 
-TaskRequest decode_options(std::string_view text, std::optional<ClientBatchMark>* batch) {
+TaskRequest decode_options(std::string_view text) {
     const json j = parse_versioned(text, format_version, "task options");
     TaskRequest r;
     const int priority = j.at("priority").get<int>();
@@ -122,15 +121,6 @@ TaskRequest decode_options(std::string_view text, std::optional<ClientBatchMark>
         for (const json& u : j.at("resources"))
             r.resources.push_back({u.at("name").get<std::string>(), u.at("amount").get<std::uint32_t>()});
     if (j.contains("labels")) r.labels = j.at("labels").get<std::vector<std::pair<std::string, std::string>>>();
-    if (batch) {
-        batch->reset();
-        if (j.contains("batch")) {
-            const json& b = j.at("batch");
-            ClientBatchMark mark{b.at("token").get<std::string>(), b.at("size").get<std::size_t>()};
-            if (mark.size == 0) throw std::runtime_error("bad batch size 0");
-            batch->emplace(std::move(mark));
-        }
-    }
     return r;
 }
 

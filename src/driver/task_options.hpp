@@ -5,9 +5,7 @@
 #include <cronoq/detail/task_request.hpp>
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,27 +15,14 @@ namespace cronoq::detail {
 /// epoch, exact and readable by any tool that reads JSON.
 std::int64_t wall_ns(std::chrono::system_clock::time_point t);
 
-/// The mark a client (`Client::submit_batch`) puts in the options of each
-/// row of one batch (docs/store.md, "Clients"): the leader ingests the rows
-/// that carry one `token` whole (all admitted or every one ends `Failed`
-/// naming the first error). `token` is unique to the batch (the client's
-/// choice); `size` is how many rows carry it, committed together.
-struct ClientBatchMark {
-    std::string token;
-    std::size_t size = 0;
-};
-
 /// Everything of `r` but its payload, pool, kind and key (the store keeps
-/// those in columns of their own); with `batch`, the client's batch mark
-/// (the options' "batch" field: {"token": ..., "size": ...}).
-std::string encode_options(const TaskRequest& r, std::chrono::system_clock::time_point wall,
-                           const ClientBatchMark* batch = nullptr);
+/// those in columns of their own).
+std::string encode_options(const TaskRequest& r, std::chrono::system_clock::time_point wall);
 
 /// The request `encode_options` described, without a payload; `pool`,
-/// `kind` and `key` are left for the caller; the batch mark into `batch`
-/// when given (empty when the text has none). Throws std::exception on
-/// text it cannot read.
-TaskRequest decode_options(std::string_view text, std::optional<ClientBatchMark>* batch = nullptr);
+/// `kind` and `key` are left for the caller. Throws std::exception on text
+/// it cannot read.
+TaskRequest decode_options(std::string_view text);
 
 /// For a request decoded from a task submitted at `submitted_at`, to be
 /// submitted again (`Scheduler::retry`): its deadline and start, which
