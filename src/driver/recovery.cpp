@@ -160,7 +160,10 @@ void Recovery::write_config(WallTime wall) {
     if (s_.options.engine.global_bounds.bounded()) body.global_max_pending = s_.options.engine.global_bounds.max_pending;
     body.retention = s_.options.engine.retention;
     body.max_value_bytes = s_.durable->journal().max_value_bytes();
-    s_.durable->write(s_.held(), store::ConfigWritten{{std::string(default_shard), encode_shard_config(body), wall}});
+    // The retention also in its own field: the store resolves clients' keys
+    // by it without reading the body (docs/store.md, "Clients").
+    s_.durable->write(s_.held(), store::ConfigWritten{{std::string(default_shard), encode_shard_config(body), wall,
+                                                       s_.options.engine.retention}});
 }
 
 void Recovery::schedules(std::vector<store::RecurringRow>& rows) {

@@ -87,7 +87,7 @@ TEST_P(ClientProcesses, LeaderKilledWhileThreeClientsSubmitEveryAcknowledgedTask
     test::Child standby({"client-leader", store.location(), "paced"});
     std::vector<std::unique_ptr<test::Child>> clients;
     for (const char* prefix : {"x", "y", "z"})
-        clients.push_back(std::make_unique<test::Child>(std::vector<std::string>{"client-submit", store.location(), prefix, "150", "2"}));
+        clients.push_back(std::make_unique<test::Child>(std::vector<std::string>{"client-submit", store.location(), prefix, "150", "10"}));
     // Some submissions were taken up by the leader before it dies.
     auto watcher = test::TestClient::open(store.open());
     std::map<std::uint64_t, std::string> first;
