@@ -91,16 +91,33 @@ int replica_main(const fs::path& dir, const std::string& name, int fd, int stop_
         }
     });
 
-    auto client = Client::open(open_store(dir));  // never waits to lead
-    std::vector<cronoq::BlockingClientHandle<std::string>> handles;
-    for (int i = 1; i <= tasks_per_replica; ++i) {
-        const std::string payload = name + "-" + std::to_string(i);
-        handles.push_back(client.submit(cronoq::Task<std::string>(payload).pool("jobs")));  // once committed
-        tell(fd, "ACK " + name + " " + std::to_string(handles.back().id().value) + " " + payload);
-        std::this_thread::sleep_for(10ms);
+    try {
+        auto client = Client::open(open_store(dir));  // never waits to lead
+        std::vector<cronoq::BlockingClientHandle<std::string>> handles;
+        for (int i = 1; i <= tasks_per_replica; ++i) {
+            const std::string payload = name + "-" + std::to_string(i);
+            // Keyed by its payload: if the store could not be written (Busy,
+            // its write lock held too long), submitting again cannot make a
+            // second task.
+            auto task = cronoq::Task<std::string>(payload).pool("jobs").key(payload);
+            std::optional<cronoq::BlockingClientHandle<std::string>> handle;
+            while (!handle) {
+                try {
+                    handle = client.submit(task);  // returns once committed
+                } catch (const cronoq::StoreError& e) {
+                    tell(fd, "RETRY " + name + " " + payload + ": " + e.what());
+                }
+            }
+            handles.push_back(*handle);
+            tell(fd, "ACK " + name + " " + std::to_string(handle->id().value) + " " + payload);
+            std::this_thread::sleep_for(10ms);
+        }
+        for (auto& h : handles) h.get();  // each end, as committed by whichever replica leads
+        tell(fd, "DONE " + name);
+    } catch (const std::exception& e) {
+        tell(fd, "FAILED " + name + " " + e.what());
+        std::_Exit(1);
     }
-    for (auto& h : handles) h.get();  // each end, as committed by whichever replica leads
-    tell(fd, "DONE " + name);
 
     char byte;
     while (::read(stop_fd, &byte, 1) > 0) {}  // until the parent closes the stop pipe
@@ -128,6 +145,7 @@ struct Acked {
 
 int parent_main() {
     ::alarm(90);  // a hang is a failure too: SIGALRM ends the program
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it happens, also into a file
     std::string pattern = (fs::temp_directory_path() / "cronoq-replicas-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
     const fs::path dir = pattern;
@@ -136,6 +154,10 @@ int parent_main() {
     if (::pipe(lines) != 0 || ::pipe(stop) != 0) throw std::runtime_error("pipe failed");
     ::fcntl(lines[0], F_SETFD, FD_CLOEXEC);
     ::fcntl(stop[1], F_SETFD, FD_CLOEXEC);
+    // The parent makes the store, so that the replicas find it made: three
+    // processes creating one file at once would wait on each other's
+    // schema migration.
+    open_store(dir).reset();
     std::map<std::string, pid_t> replicas;
     for (const char* name : {"a", "b", "c"}) replicas[name] = spawn_replica(dir, name, lines[1], stop[0]);
     ::close(lines[1]);
@@ -159,6 +181,16 @@ int parent_main() {
         } else if (tag == "LEAD") {
             leaders.push_back(name);
             std::printf("  replica %s leads\n", name.c_str());
+        } else if (tag == "RETRY") {
+            std::string rest;
+            std::getline(line, rest);
+            std::printf("  replica %s submits again:%s\n", name.c_str(), rest.c_str());
+        } else if (tag == "FAILED") {
+            std::string why;
+            std::getline(line, why);
+            std::printf("  replica %s failed:%s\n", name.c_str(), why.c_str());
+            done.push_back(name);
+            check(false, "no replica fails");
         } else if (tag == "DONE") {
             done.push_back(name);
             std::printf("  replica %s: each of its %d tasks ended, as its client saw in the store\n", name.c_str(),

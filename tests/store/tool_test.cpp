@@ -362,7 +362,7 @@ TEST_F(ToolTest, SubmitCommitsATaskAsAClientAndPrintsItsId) {
 }
 
 TEST_F(ToolTest, SubmitReadsThePayloadFromStdin) {
-    for (const std::vector<std::string> args : {std::vector<std::string>{"--store", file(), "submit", "-", "--pool", "p"},
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"--store", file(), "submit", "-", "--pool", "p"},
                                                 std::vector<std::string>{"--store", file(), "submit", "--pool", "p"}}) {
         const ToolRun run = run_tool(dir, args, std::string("{\"from\": \"stdin\"}\n"));
         ASSERT_EQ(run.status, 0) << run.err;
