@@ -76,13 +76,11 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
     std::vector<TaskRequest> requests;
     std::vector<const store::TaskRow*> rows;
     requests.reserve(recovered.tasks.size());
-    const auto key_holders = clients_keys(recovered);
+    const auto ending = clients_rows_ending(recovered);
     for (const store::TaskRow& row : recovered.tasks) {
-        if (!key_holders.empty() && row.key)
-            if (auto holder = key_holders.find(row.id.value); holder != key_holders.end()) {
-                s_.durable->write_ended(s_.held(), row.id, TaskStatus::Cancelled, 0,
-                                        "key \"" + *row.key + "\" is held by task " + std::to_string(holder->second.value),
-                                        wall);
+        if (!ending.empty())
+            if (auto end = ending.find(row.id.value); end != ending.end()) {
+                s_.durable->write_ended(s_.held(), row.id, TaskStatus::Cancelled, 0, end->second, wall);
                 continue;
             }
         try {
@@ -107,15 +105,20 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
     });
 }
 
-// A client's row no leader ingested whose key a task of the leader's holds
-// too (the leader's submission was committed after the client's): the
-// leader's task keeps it, as at ingestion (docs/store.md, "Clients").
-std::unordered_map<std::uint64_t, TaskId> Recovery::clients_keys(const store::Recovered& recovered) {
-    std::unordered_map<std::uint64_t, TaskId> out;
+// Clients' rows no leader ingested that do not come back: one a client
+// also cancelled ends Cancelled without an attempt; one whose key a task
+// of the leader's holds too (the leader's submission was committed after
+// the client's) ends Cancelled naming it, as at ingestion (docs/store.md,
+// "Clients").
+std::unordered_map<std::uint64_t, std::string> Recovery::clients_rows_ending(const store::Recovered& recovered) {
+    std::unordered_map<std::uint64_t, std::string> out;
     std::unordered_set<std::uint64_t> submitted;
     for (const store::InboxEntry& e : recovered.inbox)
         if (e.op == store::InboxEntry::Op::Submit) submitted.insert(e.task.value);
     if (submitted.empty()) return out;
+    for (const store::InboxEntry& e : recovered.inbox)
+        if (e.op == store::InboxEntry::Op::Cancel && submitted.count(e.task.value))
+            out.emplace(e.task.value, "cancelled before the leader ingested it");
     std::unordered_map<std::string, TaskId> held;
     for (const store::TaskRow& row : recovered.tasks)
         if (row.key && !submitted.count(row.id.value)) {
@@ -124,7 +127,8 @@ std::unordered_map<std::uint64_t, TaskId> Recovery::clients_keys(const store::Re
         }
     for (const store::TaskRow& row : recovered.tasks)
         if (row.key && submitted.count(row.id.value))
-            if (auto h = held.find(*row.key); h != held.end()) out.emplace(row.id.value, h->second);
+            if (auto h = held.find(*row.key); h != held.end())
+                out.emplace(row.id.value, "key \"" + *row.key + "\" is held by task " + std::to_string(h->second.value));
     return out;
 }
 
@@ -160,8 +164,6 @@ void Recovery::write_config(WallTime wall) {
     if (s_.options.engine.global_bounds.bounded()) body.global_max_pending = s_.options.engine.global_bounds.max_pending;
     body.retention = s_.options.engine.retention;
     body.max_value_bytes = s_.durable->journal().max_value_bytes();
-    // The retention also in its own field: the store resolves clients' keys
-    // by it without reading the body (docs/store.md, "Clients").
     s_.durable->write(s_.held(), store::ConfigWritten{{std::string(default_shard), encode_shard_config(body), wall,
                                                        s_.options.engine.retention}});
 }

@@ -250,11 +250,7 @@ TEST_P(ClientTest, AFailedTaskThrowsTaskFailureAndRetryRunsItAgain) {
     sched.shutdown(0s);
 }
 
-// Disabled: the leader's recovery restores the submission (and may start
-// it) before it applies the cancel from the inbox, so the task ends
-// Cancelled after one attempt (src/driver/recovery.cpp, Recovery::lead).
-// Enable once recovery applies clients' cancels before the restore admits.
-TEST_P(ClientTest, DISABLED_ACancelBeforeAnyLeaderEndsTheTaskCancelledWithoutAnAttempt) {
+TEST_P(ClientTest, ACancelBeforeAnyLeaderEndsTheTaskCancelledWithoutAnAttempt) {
     test::TestStore store(GetParam());
     auto shared = store.open();
     auto client = test::TestClient::open(shared);

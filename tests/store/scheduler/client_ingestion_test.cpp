@@ -30,6 +30,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <sys/wait.h>
 
 using namespace std::chrono_literals;
 using namespace cronoq;
@@ -160,6 +161,7 @@ TEST_P(ClientIngestion, TheLeaderWritesItsConfigurationBeforeOpenReturns) {
     const auto configs = store->client_access().configs();
     ASSERT_EQ(configs.size(), 1u);
     EXPECT_EQ(configs[0].shard, "default");
+    EXPECT_EQ(configs[0].retention, std::chrono::nanoseconds(7s));
     const auto body = detail::decode_shard_config(configs[0].body);
     ASSERT_EQ(body.pools.size(), 2u);
     EXPECT_EQ(body.pools[0].name, "p");
@@ -184,7 +186,7 @@ TEST_P(ClientIngestion, RowsSubmittedWhileNoLeaderRunsRunOnceASchedulerLeads) {
     EXPECT_EQ(inbox_tasks(*client).size(), 3u);
 
     auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(at.open()).open();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
     const auto ended = wait_ended(client->client_access(), ids);
     ASSERT_EQ(ended.size(), 3u);
     for (TaskId id : ids) {
@@ -201,8 +203,10 @@ TEST_P(ClientIngestion, RowsAreIngestedInCommitOrder) {
     TestStore at(GetParam());
     auto runs = std::make_shared<Runs>();
     std::promise<void> gate;
-    auto sched = Durable::builder().pool(counted_pool("p", runs, gate.get_future().share())).store(at.open()).open();
+    // One Store for the leader and the client: a second SqliteStore::open in a
+    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, gate.get_future().share())).store(client).open();
     auto& access = client->client_access();
     std::vector<TaskId> ids{submit_one(access, client_row("first", "p"))};
     runs->first_started.get_future().wait();  // the pool's one slot is taken: the rest queue
@@ -220,8 +224,10 @@ TEST_P(ClientIngestion, UnderWaitASubmissionStaysInTheStoreUntilThereIsRoom) {
     auto runs = std::make_shared<Runs>();
     std::promise<void> gate;
     auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Wait);
-    auto sched = Durable::builder().pool(std::move(pool)).store(at.open()).open();
+    // One Store for the leader and the client: a second SqliteStore::open in a
+    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
+    auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
     auto& access = client->client_access();
     const TaskId running = submit_one(access, client_row("running", "p"));
     runs->first_started.get_future().wait();
@@ -250,8 +256,10 @@ TEST_P(ClientIngestion, UnderRejectASubmissionBeyondTheBoundEndsShedWithTheReaso
     auto runs = std::make_shared<Runs>();
     std::promise<void> gate;
     auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Reject);
-    auto sched = Durable::builder().pool(std::move(pool)).store(at.open()).open();
+    // One Store for the leader and the client: a second SqliteStore::open in a
+    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
+    auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
     auto& access = client->client_access();
     const TaskId running = submit_one(access, client_row("running", "p"));
     runs->first_started.get_future().wait();
@@ -284,8 +292,10 @@ TEST_P(ClientIngestion, ACancelFromAnotherProcessReachesARunningAttempt) {
             saw_cancel.set_value();
             co_return TaskError::permanent("cancelled");
         });
-    auto sched = Durable::builder().pool(std::move(pool)).store(at.open()).open();
+    // One Store for the leader and the client: a second SqliteStore::open in a
+    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
+    auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
     const TaskId id = submit_one(client->client_access(), client_row("long", "p"));
     EXPECT_EQ(started.get_future().get(), id);
     {
@@ -317,7 +327,7 @@ TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttem
         [&]() -> asio::awaitable<void> {
             const auto ex = co_await asio::this_coro::executor;
             auto builder = Scheduler<std::string, std::string>::builder();
-            builder.pool(counted_pool("p", runs, open_gate())).store(at.open());
+            builder.pool(counted_pool("p", runs, open_gate())).store(client);
             auto opening = builder.open(ex);
             sched.emplace(co_await std::move(opening));
         },
@@ -325,6 +335,7 @@ TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttem
     while (!sched) io.run_one();
     const TaskId while_leading = submit_one(access, client_row("y", "p"));
     ASSERT_TRUE(access.cancel(TaskRef(while_leading)));
+    io.restart();  // run_one may have found it out of work
     auto work = asio::make_work_guard(io);
     std::thread runner([&] { io.run(); });
 
@@ -350,8 +361,10 @@ TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttem
 TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
     TestStore at(GetParam());
     auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate())).store(at.open()).open();
+    // One Store for the leader and the client: a second SqliteStore::open in a
+    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate())).store(client).open();
     auto& access = client->client_access();
     auto unreadable = client_row("u", "p");
     unreadable.options = "not json";
@@ -381,8 +394,10 @@ TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
 TEST_P(ClientIngestion, AClientsBatchIsAdmittedWholeOrEveryTaskEndsFailedNamingTheFirstError) {
     TestStore at(GetParam());
     auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(at.open()).open();
+    // One Store for the leader and the client: a second SqliteStore::open in a
+    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
     auto& access = client->client_access();
     const auto batch = [](std::vector<store::TaskRow> rows) {
         const std::string id = detail::new_client_batch_id();
@@ -428,7 +443,7 @@ TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClients
         [&]() -> asio::awaitable<void> {
             const auto ex = co_await asio::this_coro::executor;
             auto builder = Scheduler<std::string, std::string>::builder();
-            builder.pool(counted_pool("p", runs, open_gate())).store(at.open());
+            builder.pool(counted_pool("p", runs, open_gate())).store(client);
             auto opening = builder.open(ex);
             sched.emplace(co_await std::move(opening));
         },
@@ -440,6 +455,7 @@ TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClients
     auto own = sched->try_submit(Task<std::string>("leader's").pool("p").key("k"));
     ASSERT_TRUE(own.has_value());
     const TaskId leaders = own.value().id();
+    io.restart();  // run_one may have found it out of work
     auto work = asio::make_work_guard(io);
     std::thread runner([&] { io.run(); });
 
@@ -469,12 +485,23 @@ TEST_P(ClientIngestion, ALeaderKilledAfterTakingEntriesButBeforeItsCommitLeavesE
     const std::string file = at.location().substr(std::string("sqlite:").size());
     Child leader({"ingest-leader", at.location()});
     ASSERT_EQ(leader.read_line(), "L");
-    leader.signal(SIGSTOP);  // it takes nothing up while the rows are committed
     auto client = at.open();
+    // Stopped, the leader takes nothing up while the rows are committed; one
+    // stopped inside a write transaction holds the lock: it goes on a moment.
     std::vector<TaskId> ids;
-    std::vector<store::TaskRow> rows;
-    for (int i = 0; i < 5; ++i) rows.push_back(client_row("t" + std::to_string(i), "p"));
-    for (const auto& r : client->client_access().submit(std::move(rows))) ids.push_back(r.id);
+    for (int tries = 0; ids.empty(); ++tries) {
+        ASSERT_LT(tries, 20) << "the leader kept the write lock";
+        leader.signal(SIGSTOP);
+        siginfo_t info{};
+        ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(leader.pid()), &info, WSTOPPED | WNOWAIT), 0);
+        std::vector<store::TaskRow> rows;
+        for (int i = 0; i < 5; ++i) rows.push_back(client_row("t" + std::to_string(i), "p"));
+        try {
+            for (const auto& r : client->client_access().submit(std::move(rows))) ids.push_back(r.id);
+        } catch (const StoreError&) {
+            leader.signal(SIGCONT);
+        }
+    }
     sqlite3* lock = nullptr;
     ASSERT_EQ(sqlite3_open(file.c_str(), &lock), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(lock, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
@@ -493,7 +520,7 @@ TEST_P(ClientIngestion, ALeaderKilledAfterTakingEntriesButBeforeItsCommitLeavesE
     EXPECT_EQ(inbox_tasks(*client).size(), ids.size());
 
     auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(at.open()).open();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
     const auto ended = wait_ended(client->client_access(), ids);
     ASSERT_EQ(ended.size(), ids.size());
     for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
