@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <limits>
+#include <stdexcept>
 
 namespace cronoq::store {
 
@@ -58,6 +59,16 @@ bool key_holds(const std::string& status, WallTime updated_at, std::optional<std
     // at recovery, and only then it has ended.
     if (!parsed || !is_terminal(*parsed)) return true;
     return retention && updated_at >= age_cutoff(now, *retention);
+}
+
+void check_client_rows(const std::vector<TaskRow>& rows) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const TaskStatus s = rows[i].status;
+        if (s == TaskStatus::Blocked || s == TaskStatus::Scheduled || s == TaskStatus::Ready) continue;
+        throw std::invalid_argument("ClientAccess::submit: row " + std::to_string(i) + " has status " +
+                                    std::string(to_string(s)) +
+                                    ", not one admission gives (blocked, scheduled or ready)");
+    }
 }
 
 Priority priority_of_options(const std::string& options) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cronoq::store {
 
@@ -33,6 +34,11 @@ std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attemp
 /// written yet: only live rows hold; docs/store.md, "Clients").
 bool key_holds(const std::string& status, WallTime updated_at, std::optional<std::chrono::nanoseconds> retention,
                WallTime now);
+
+/// Throws std::invalid_argument, naming the row and its status, unless
+/// every row's status is one admission gives (`Blocked`, `Scheduled`,
+/// `Ready`): what a client may submit (docs/store.md, "Clients").
+void check_client_rows(const std::vector<TaskRow>& rows);
 
 /// The priority class in a row's options; Normal when they name none.
 Priority priority_of_options(const std::string& options);

@@ -43,7 +43,9 @@ public:
     /// returned (or since the watch was made), false after `timeout`.
     /// Throws StoreError when the store cannot be read.
     virtual bool wait(std::chrono::milliseconds timeout) = 0;
-    /// Makes a `wait` in progress return false at once (from any thread).
+    /// Makes a `wait` in progress return false at once (from any thread);
+    /// with none in progress, the next `wait` does, so that an interrupt is
+    /// never lost.
     virtual void interrupt() = 0;
 };
 
@@ -61,7 +63,8 @@ public:
     /// them with the status they carry (`Blocked`, `Scheduled` or `Ready`,
     /// as admission would make it) and queues them, in order, for the
     /// leader of their pool's shard (`InboxEntry`). One result per row, in
-    /// order. Two clients racing with one key get one task.
+    /// order. Two clients racing with one key get one task. Throws
+    /// std::invalid_argument, inserting nothing, for a row of another status.
     virtual std::vector<ClientSubmitted> submit(std::vector<TaskRow> rows) = 0;
 
     /// Commits a cancel request for the task's leader. True when the task

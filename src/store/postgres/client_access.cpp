@@ -88,6 +88,7 @@ Connection& PostgresClientAccess::connection() const {
 }
 
 std::vector<ClientSubmitted> PostgresClientAccess::submit(std::vector<TaskRow> rows) {
+    check_client_rows(rows);
     const Names& n = names_;
     std::vector<std::string> keys;
     for (const TaskRow& row : rows)

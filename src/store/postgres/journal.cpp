@@ -93,17 +93,22 @@ Recovered PostgresStore::Impl::recover(std::uint64_t epoch, WallTime terminal_si
 bool PostgresStore::Impl::inbox_signalled() {
     const auto now = std::chrono::steady_clock::now();
     bool due = false;
-    if (!listener || !listener->alive()) {
-        // Whatever was notified while it was away is read now.
+    if (listener && listener->alive()) {
+        // A read of what the socket holds, without waiting: cheap enough
+        // every millisecond. Notifications of other schemas are dropped. A
+        // lost connection throws here and is made again below next time.
+        due = listener->take_notifications("cronoq_inbox", names->schema) > 0;
+    } else {
         listener.reset();
+        // Made again at the safety net's pace, so that a server that is
+        // away is not dialled every millisecond; whatever was notified
+        // while it was away is read at once.
+        if (now < next_inbox_poll_) return false;
+        next_inbox_poll_ = now + std::chrono::seconds(1);
         auto made = std::make_unique<Connection>(conninfo, nanoseconds(0));
         made->exec("LISTEN cronoq_inbox");
         listener = std::move(made);
         due = true;
-    } else {
-        // A read of what the socket holds, without waiting: cheap enough
-        // every millisecond. Notifications of other schemas are dropped.
-        due = listener->take_notifications("cronoq_inbox", names->schema) > 0;
     }
     if (!due && now < next_inbox_poll_) return false;
     next_inbox_poll_ = now + std::chrono::seconds(1);

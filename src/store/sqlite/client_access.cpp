@@ -43,6 +43,7 @@ Connection& SqliteClientAccess::connection() const {
 }
 
 std::vector<ClientSubmitted> SqliteClientAccess::submit(std::vector<TaskRow> rows) {
+    check_client_rows(rows);
     std::lock_guard lock(mutex_);
     Connection& c = connection();
     // BEGIN IMMEDIATE: the write lock from the start, so no other writer
@@ -129,7 +130,15 @@ std::vector<ShardConfig> SqliteClientAccess::configs() const {
 std::unique_ptr<ChangeWatch> SqliteClientAccess::watch() { return std::make_unique<SqliteChangeWatch>(file_, busy_); }
 
 SqliteChangeWatch::SqliteChangeWatch(const std::filesystem::path& file, std::chrono::milliseconds busy)
-    : connection_(file, Connection::Mode::ReadWrite, busy), seen_(connection_.query_int("PRAGMA data_version")) {}
+    : connection_(file, Connection::Mode::ReadWrite, busy), data_version_(connection_, "PRAGMA data_version"),
+      seen_(version()) {}
+
+std::int64_t SqliteChangeWatch::version() {
+    data_version_.step();
+    const std::int64_t value = data_version_.int64(0);
+    data_version_.reset();
+    return value;
+}
 
 bool SqliteChangeWatch::wait(std::chrono::milliseconds timeout) {
     // One read of the WAL index per millisecond: cheap, and a commit of
@@ -137,9 +146,9 @@ bool SqliteChangeWatch::wait(std::chrono::milliseconds timeout) {
     constexpr auto poll = std::chrono::milliseconds(1);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        const std::int64_t version = connection_.query_int("PRAGMA data_version");
-        if (version != seen_) {
-            seen_ = version;
+        const std::int64_t now = version();
+        if (now != seen_) {
+            seen_ = now;
             return true;
         }
         std::unique_lock lock(mutex_);

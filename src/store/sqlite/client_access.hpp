@@ -52,7 +52,10 @@ public:
     void interrupt() override;
 
 private:
+    std::int64_t version();
+
     Connection connection_;
+    Statement data_version_;
     std::int64_t seen_ = 0;
     std::mutex mutex_;
     std::condition_variable woken_;

@@ -49,7 +49,10 @@ Recovered SqliteStore::Impl::recover(std::uint64_t epoch, WallTime terminal_sinc
 
 bool SqliteStore::Impl::inbox_signalled() {
     // A read of the WAL index, no lock: cheap enough every millisecond.
-    const std::int64_t version = writer->query_int("PRAGMA data_version");
+    if (!data_version_) data_version_.emplace(*writer, "PRAGMA data_version");
+    data_version_->step();
+    const std::int64_t version = data_version_->int64(0);
+    data_version_->reset();
     if (version == seen_version_) return false;
     seen_version_ = version;
     return writer->query_int("SELECT EXISTS (SELECT 1 FROM inbox)") != 0;

@@ -60,6 +60,7 @@ private:
     /// The writer's `PRAGMA data_version` at the last look at the inbox:
     /// another connection's commit changes it, the writer's own do not.
     std::int64_t seen_version_ = 0;
+    std::optional<store::sqlite::Statement> data_version_;  ///< prepared once, at the first look
 };
 
 }  // namespace cronoq

@@ -23,6 +23,16 @@ int race(Store& store, const ChildArgs& args) {
     return 0;
 }
 
+int flood(Store& store, const ChildArgs& args) {
+    const int rounds = std::stoi(args.at("rounds"));
+    for (int round = 0; round < rounds; ++round) {
+        const TaskId id = store.client_access().submit({task_row(0)}).at(0).id;
+        store.client_access().cancel(TaskRef(id));
+    }
+    report_line("D");
+    return 0;
+}
+
 int end(Store& store, const ChildArgs& args) {
     Reports reports;
     store.journal().lead(reports.handlers());
@@ -44,6 +54,7 @@ int client_child(const ChildArgs& args, const std::function<std::shared_ptr<Stor
         const std::string op = args.at("op");
         if (op == "race") return race(*store, args);
         if (op == "end") return end(*store, args);
+        if (op == "flood") return flood(*store, args);
         report_line("F unknown op " + op);
         return 2;
     } catch (const StoreError& error) {

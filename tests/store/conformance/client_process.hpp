@@ -9,7 +9,8 @@
 // op=race: `rounds=` submissions, from `start=` (ns since the Unix epoch),
 // so that the children of one test race. op=end: leads the store and
 // commits one task inserted `Succeeded` (id `id=`), as a leader ending a
-// task does.
+// task does. op=flood: `rounds=` times, submits one task without a key and
+// cancels it.
 #include "leader_process.hpp"
 
 #include <cronoq/store/store.hpp>
