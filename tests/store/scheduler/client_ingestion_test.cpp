@@ -115,6 +115,43 @@ std::shared_future<void> open_gate() {
     return p.get_future().share();
 }
 
+/// Runs `io` on a thread of its own until destroyed (then stopped and
+/// joined, also when a test's assertion returns early).
+class IoThread {
+public:
+    explicit IoThread(asio::io_context& io) : io_(io) {
+        io_.restart();  // run_one may have found it out of work
+        thread_ = std::thread([this] {
+            auto work = asio::make_work_guard(io_);
+            io_.run();
+        });
+    }
+    ~IoThread() {
+        io_.stop();
+        thread_.join();
+    }
+    IoThread(const IoThread&) = delete;
+    IoThread& operator=(const IoThread&) = delete;
+
+private:
+    asio::io_context& io_;
+    std::thread thread_;
+};
+
+/// Shuts `sched` down on its io_context (run by an IoThread) and waits.
+void shut_down(asio::io_context& io, Scheduler<std::string, std::string>& sched) {
+    std::promise<void> done;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto shutting = sched.shutdown(1s);
+            co_await std::move(shutting);
+            done.set_value();
+        },
+        asio::detached);
+    done.get_future().wait();
+}
+
 class ClientIngestion : public ::testing::TestWithParam<Backend> {};
 
 }  // namespace
@@ -335,24 +372,15 @@ TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttem
     while (!sched) io.run_one();
     const TaskId while_leading = submit_one(access, client_row("y", "p"));
     ASSERT_TRUE(access.cancel(TaskRef(while_leading)));
-    io.restart();  // run_one may have found it out of work
-    auto work = asio::make_work_guard(io);
-    std::thread runner([&] { io.run(); });
+    IoThread runner(io);
 
     const auto ended = wait_ended(access, {before_leading, while_leading});
+    ASSERT_EQ(ended.size(), 2u);
     for (TaskId id : {before_leading, while_leading}) {
         EXPECT_EQ(ended.at(id.value), TaskStatus::Cancelled) << id.value;
         EXPECT_EQ(client->get_task(TaskRef(id))->attempt, 0u) << id.value;
     }
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            auto shutting = sched->shutdown(1s);
-            co_await std::move(shutting);
-        },
-        asio::detached);
-    work.reset();
-    runner.join();
+    shut_down(io, *sched);
     EXPECT_TRUE(inbox_tasks(*client).empty());
     std::lock_guard lock(runs->mu);
     EXPECT_TRUE(runs->order.empty()) << "a cancelled task ran";
@@ -455,23 +483,14 @@ TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClients
     auto own = sched->try_submit(Task<std::string>("leader's").pool("p").key("k"));
     ASSERT_TRUE(own.has_value());
     const TaskId leaders = own.value().id();
-    io.restart();  // run_one may have found it out of work
-    auto work = asio::make_work_guard(io);
-    std::thread runner([&] { io.run(); });
+    IoThread runner(io);
 
     const auto ended = wait_ended(access, {clients, leaders});
+    ASSERT_EQ(ended.size(), 2u) << "the client's row or the leader's task did not end";
     EXPECT_EQ(ended.at(clients.value), TaskStatus::Cancelled);
     EXPECT_EQ(client->get_task(TaskRef(clients))->last_error, "key \"k\" is held by task " + std::to_string(leaders.value));
     EXPECT_EQ(ended.at(leaders.value), TaskStatus::Succeeded);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            auto shutting = sched->shutdown(1s);
-            co_await std::move(shutting);
-        },
-        asio::detached);
-    work.reset();
-    runner.join();
+    shut_down(io, *sched);
     std::lock_guard lock(runs->mu);
     EXPECT_EQ(runs->count["client's"], 0);
     EXPECT_EQ(runs->count["leader's"], 1);
