@@ -5,6 +5,7 @@
 #include <cronoq/logging.hpp>
 #include <cronoq/task_failure.hpp>
 
+#include "ingestion.hpp"
 #include "recovery.hpp"
 #include "scheduler_state.hpp"
 #include "shutdown.hpp"
@@ -31,6 +32,11 @@ asio::awaitable<void> SchedulerCore::open() {
     };
     handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
         link->with_state([&](State& s) { Shutdown(s).lead_lost(lost); });
+    };
+    // Clients committed something (docs/store.md, "Clients"): a pass is
+    // posted; the store's thread never waits for it.
+    handlers.on_inbox = [link = d.link()] {
+        link->with_state([](State& s) { Ingestion(s).wake(); });
     };
     d.journal().lead(std::move(handlers));
     auto leading = d.leading();

@@ -1,7 +1,8 @@
 // cronoq-store: inspects a cronoq store from the command line (docs/store.md,
 // cronoq-store).
 // Reads in short transactions, so it may run while a scheduler leads; pause and
-// resume write only while none does.
+// resume write only while none does; submit and cancel commit as a client.
+#include "client_commands.hpp"
 #include "output.hpp"
 #include "sqlite/connection.hpp"
 #include "sqlite/lease.hpp"
@@ -40,6 +41,10 @@ commands:
       --cursor C              the next page, as the previous one named it on stderr
   show <id|key>                             one task
   prune --older-than <duration>             remove terminal tasks updated longer ago (7d, 12h, 30m, 45s)
+  submit [<payload JSON> | -] --pool P      submit a task as a client (payload from stdin when - or absent);
+      [--key K] [--priority critical|high|normal|low] [--kind K]
+                                            prints its id once committed
+  cancel <id|key>                           commit a cancel for the task's leader (reaches a running attempt)
   pause <pool> | resume <pool>              while no scheduler leads: the next leader starts the pool
                                             paused (or running); refused while one leads
 --schema names the PostgreSQL schema of the store (default cronoq).
@@ -310,6 +315,14 @@ int run(const Options& options) {
         return 1;
     }
 #endif
+    if (command == "submit" || command == "cancel") {
+        const tool::ClientCommandLine line{options.store, options.schema, options.json, options.command};
+        try {
+            return command == "submit" ? tool::submit_command(line) : tool::cancel_command(line);
+        } catch (const tool::ClientUsageError& error) {
+            throw UsageError{error.message};
+        }
+    }
     if (command != "stats" && command != "list" && command != "show" && command != "prune" && command != "pause" &&
         command != "resume")
         throw UsageError{"unknown command " + command};
