@@ -85,6 +85,29 @@ public:
         return std::nullopt;
     }
 
+    /// The longest-waiting front among the keys that compete (`older(a, b)`:
+    /// slot a waited longer than b), dropping stale fronts on the way. A
+    /// parked key is left out: it waits for its own attempts to end, not
+    /// for a slot. O(active keys): for the autoscaler's evaluations, never
+    /// for a decision.
+    template <class Live, class Older>
+    std::optional<std::uint32_t> oldest(Live&& live, Older&& older) {
+        std::optional<std::uint32_t> best;
+        for (const HeapEntry& e : heap_) {
+            KeyQueue* k = find(e.key);
+            if (!k || k->live_order != e.order || k->parked) continue;
+            // Emptied here, the key stays until `head` reaches its entry.
+            while (!k->fifo.empty() && !live(k->fifo.front())) {
+                k->fifo.pop_front();
+                --entries_;
+            }
+            if (k->fifo.empty()) continue;
+            const std::uint32_t slot = k->fifo.front().slot;
+            if (!best || older(slot, *best)) best = slot;
+        }
+        return best;
+    }
+
     /// Takes the front returned by the last `head`: the virtual time moves
     /// to its key's tag, and the key, if it has more, waits one step more.
     /// Returns its slot.
