@@ -37,6 +37,7 @@ private:
     /// A task that cannot come back ends failed in the store, and is named in the log.
     void fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) CRONOQ_REQUIRES(s_.mu);
     void schedules(std::vector<store::RecurringRow>& rows) CRONOQ_REQUIRES(s_.mu);
+    void fair_weights(const std::vector<store::FairWeightSet>& weights, core::Time now) CRONOQ_REQUIRES(s_.mu);
 
     SchedulerCore::State& s_;
 };

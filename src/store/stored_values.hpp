@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace cronoq::store {
 
@@ -29,6 +30,15 @@ std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attemp
 
 /// The priority class in a row's options; Normal when they name none.
 Priority priority_of_options(const std::string& options);
+
+/// Fair weights live in the `meta` table (docs/store.md, "Fair weights"):
+/// its name for `pool` and `key`, and the value (the double's bits).
+std::string fair_weight_name(std::string_view pool, std::string_view key);
+std::int64_t fair_weight_value(double weight);
+/// The names of every stored weight start so (an SQL LIKE prefix).
+inline constexpr std::string_view fair_weight_prefix = "fair_weight:";
+/// A stored weight back; empty for a name that is not one.
+std::optional<FairWeightSet> read_fair_weight(std::string_view name, std::int64_t value);
 
 /// A row as `Store::get_task`, `Store::list` and `Store::query` return it.
 StoredTask to_stored_task(TaskRow row);

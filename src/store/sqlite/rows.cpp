@@ -61,7 +61,8 @@ HighWaterMarks read_marks(Connection& connection) {
 struct ChangeWriter::Statements {
     explicit Statements(Connection& c)
         : insert(c, "INSERT INTO tasks (id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, "
-                    "run_at, options, payload, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+                    "run_at, options, payload, output, fair_key) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
           transition(c, "UPDATE tasks SET status = ?2, attempt = ?3, last_error = ?4, updated_at = ?5, run_at = ?6, "
                         "output = coalesce(?7, output) WHERE id = ?1"),
           release_key(c, "UPDATE tasks SET key = NULL WHERE id = ?1"),
@@ -69,8 +70,11 @@ struct ChangeWriter::Statements {
                            "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition"),
           remove_recurring(c, "DELETE FROM recurring WHERE name = ?1"),
           fire_recurring(c, "UPDATE recurring SET last_fired = ?2 WHERE name = ?1"),
-          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1") {}
-    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark;
+          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1"),
+          put_setting(c, "INSERT INTO meta (name, value) VALUES (?1, ?2) "
+                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value") {}
+    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark,
+        put_setting;
 };
 
 ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
@@ -88,6 +92,7 @@ void ChangeWriter::apply(const Change& change) {
                 s.insert.bind(8, to_stored(r.submitted_at)).bind(9, to_stored(r.updated_at));
                 s.insert.bind(10, optional_stored(r.run_at)).bind(11, r.options).bind_blob(12, r.payload);
                 if (r.output) s.insert.bind_blob(13, *r.output);
+                s.insert.bind(14, r.fair_key);
                 s.insert.run();
             } else if constexpr (std::is_same_v<C, TaskTransition>) {
                 s.transition.bind(1, to_int64(c.id.value)).bind(2, to_string(c.status));
@@ -103,6 +108,8 @@ void ChangeWriter::apply(const Change& change) {
                 s.remove_recurring.bind(1, c.name).run();
             } else if constexpr (std::is_same_v<C, RecurringFired>) {
                 s.fire_recurring.bind(1, c.name).bind(2, to_stored(c.fired_at)).run();
+            } else if constexpr (std::is_same_v<C, FairWeightSet>) {
+                s.put_setting.bind(1, fair_weight_name(c.pool, c.key)).bind(2, fair_weight_value(c.weight)).run();
             } else {
                 static_assert(std::is_same_v<C, HighWaterMarks>);
                 s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
@@ -182,6 +189,9 @@ Recovered load(Connection& connection, WallTime terminal_since) {
         out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
 
     out.marks = read_marks(connection);
+    Statement weights(connection, "SELECT name, value FROM meta WHERE substr(name, 1, 12) = 'fair_weight:' ORDER BY name");
+    while (weights.step())
+        if (auto w = read_fair_weight(weights.text(0), weights.int64(1))) out.fair_weights.push_back(std::move(*w));
     return out;
 }
 
