@@ -158,6 +158,10 @@ public:
     void add_recurring(Recurring<P> schedule) { state_->scheduler.add_recurring(std::move(schedule)); }
     bool remove_recurring(std::string_view name) { return state_->scheduler.remove_recurring(name); }
     void set_rate(std::string_view bucket, double rate_per_s) { state_->scheduler.set_rate(bucket, rate_per_s); }
+    /// As `Scheduler::set_fair_weight`.
+    void set_fair_weight(std::string_view pool, std::string_view key, double weight) {
+        state_->scheduler.set_fair_weight(pool, key, weight);
+    }
     bool cancel(TaskRef ref) { return state_->scheduler.cancel(std::move(ref)); }
     std::optional<TaskStatus> status(TaskRef ref) const { return state_->scheduler.status(std::move(ref)); }
     /// As `Scheduler::query`.

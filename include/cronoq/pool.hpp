@@ -7,6 +7,7 @@
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/executor.hpp>
+#include <cronoq/fairness.hpp>
 #include <cronoq/offload.hpp>
 #include <cronoq/result.hpp>
 #include <cronoq/retry_policy.hpp>
@@ -164,6 +165,11 @@ public:
     /// submission beyond it does (docs/guide/resources-and-bounds.md; default unbounded, `Wait`).
     Pool& bounds(Bounds b) { state_.engine.bounds = b; return *this; }
     Pool& overflow(OverflowPolicy policy) { state_.engine.overflow = policy; return *this; }
+    /// Weights of the pool's fair keys and a cap on one key's running
+    /// attempts (docs/guide/fairness.md; default: every key weighs 1, no
+    /// cap). A weight that is not finite and > 0, or a cap of 0, is a
+    /// ConfigError at build naming the field and the key.
+    Pool& fairness(FairnessConfig config) { state_.engine.fairness = std::move(config); return *this; }
     /// Where this pool's attempts run (default: the scheduler's executor).
     Pool& run_on(asio::any_io_executor ex) { state_.run_on = std::move(ex); return *this; }
 

@@ -206,6 +206,15 @@ public:
     /// an unknown bucket, a semaphore, or a negative or non-finite rate.
     void set_rate(std::string_view bucket, double rate_per_s) { owner_->core->set_rate(bucket, rate_per_s); }
 
+    /// The weight of fair key `key` in `pool` (docs/guide/fairness.md) from
+    /// the next decision on, overriding the pool's `FairnessConfig`. Safe
+    /// from any thread. With a store it is durable at the next commit and
+    /// outlives a restart. Throws ConfigError for an unknown pool or a
+    /// weight that is not finite and > 0; nothing changes then.
+    void set_fair_weight(std::string_view pool, std::string_view key, double weight) {
+        owner_->core->set_fair_weight(pool, key, weight);
+    }
+
     /// Cancels a task (by id or key) that has not ended: a queued one ends
     /// `Cancelled` at once, a running one is aborted. False if unknown or
     /// already terminal.

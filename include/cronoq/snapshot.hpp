@@ -36,7 +36,8 @@ struct Snapshot {
     /// "paused": false, "wait_ms": {"p50": ..., "p90": ..., "p99": ...}, "run_ms": {...},
     /// ..., "totals": {"submitted": ..., "attempts_started": ..., "retried":
     /// ..., "succeeded": ..., ...}, "wait_seconds": {"critical": <histogram>,
-    /// ...}, "run_seconds": <histogram>}]}`, and with a store `"store":
+    /// ...}, "run_seconds": <histogram>, "active_keys": n, "top_keys": [{"key": ..., "ready": n,
+    /// "running": n}, ...]}]}`, and with a store `"store":
     /// {"commits": ..., "failed_commits": ..., "changes_committed": ...,
     /// "mean_batch_size": ..., "commit_latency_ms": {"p50": ..., "p99": ...},
     /// "pending_changes": ..., "leading": ..., "epoch": ..., "commit_seconds":

@@ -19,6 +19,7 @@ struct StatusEvent {
     std::uint32_t attempt = 0;  ///< attempts started so far
     std::chrono::system_clock::time_point at;
     std::string message;  ///< the last error, for failures and retries
+    std::string fair_key;  ///< the task's fair key (docs/guide/fairness.md); "" without one
 };
 
 }  // namespace cronoq

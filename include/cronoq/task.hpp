@@ -33,6 +33,12 @@ public:
     /// A label for metrics and learned run times, e.g. "resize".
     Task& kind(std::string name) { state_.kind = std::move(name); return *this; }
     Task& priority(Priority p) { state_.priority = p; return *this; }
+    /// The tenant it counts against (docs/guide/fairness.md), e.g. a
+    /// customer: between the ready tasks of one pool and class, dispatches
+    /// go to fair keys in proportion to their weights, so that one key's
+    /// flood does not starve the others. Tasks without one (or with "")
+    /// share the key "". Handed to attempts as `TaskContext::fair_key()`.
+    Task& fair_key(std::string k) { state_.more().fair_key = std::move(k); return *this; }
     /// Idempotency: while a live or retained task holds this key, submitting
     /// it again runs nothing new and returns a handle to that task. Handed
     /// to attempts as `TaskContext::key()`; names the task in a `TaskRef`.

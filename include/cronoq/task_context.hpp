@@ -33,6 +33,8 @@ public:
     const std::string& pool() const;
     const std::string& kind() const;
     const std::optional<std::string>& key() const;
+    /// The task's fair key (docs/guide/fairness.md); "" without one.
+    const std::string& fair_key() const;
     const Tags& tags() const;
     std::optional<std::string> tag(std::string_view name) const;
     std::optional<std::chrono::system_clock::time_point> deadline() const;

@@ -307,6 +307,7 @@ TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, 
     t.fair_key = tasks_.fair_keys.hold(spec.fair_key);
     t.priority = spec.priority;
     t.attempt = 0;
+    t.fair_paid = false;  // the slot's last task may have ended parked
     // Only what the spec sets goes out of line; the pool's defaults are
     // read where they apply (a pool's config never changes once added).
     t.has_deadline = spec.deadline.has_value();

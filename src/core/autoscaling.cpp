@@ -31,9 +31,16 @@ detail::PoolLoad Autoscaling::load_of(PoolState& p, const detail::Autoscaler& a,
     load.capacity = p.capacity;
     load.busy = p.counters.running;
     const auto live = [this](detail::QueueRef r) { return tasks_.live(r); };
+    const auto older = [this](std::uint32_t a, std::uint32_t b) {
+        const TaskSlot& x = tasks_[a];
+        const TaskSlot& y = tasks_[b];
+        return x.ready_since != y.ready_since ? x.ready_since < y.ready_since : x.id.value < y.id.value;
+    };
     for (std::size_t c = 0; c < priority_count; ++c) {
         load.pending[c] = p.counters.ready_by_class[c];
-        if (auto head = p.queue.fifo_head(c, live)) load.oldest_wait[c] = now - tasks_[*head].ready_since;
+        // Not the fair order's next (another key's may have waited longer).
+        if (p.counters.ready_by_class[c] == 0) continue;
+        if (auto oldest = p.queue.oldest_fair(c, live, older)) load.oldest_wait[c] = now - tasks_[*oldest].ready_since;
     }
     load.reserved = p.reservations.peak(now, later(now, a.config().reservation_horizon));
     return load;

@@ -67,15 +67,20 @@ void Dispatcher::dispatch(PoolState& p, Time now) {
         // one that nacked it. Else it waits parked, as for a resource.
         WorkerId worker{};
         if (p.config.remote && !(worker = workers_.pick(*s))) {
+            paid_when_parked(*s, outside_fair_order);
             workers_.park(*s);
             passed_over = true;
             continue;
         }
         if (tasks[*s].has_needs && !resources_.acquire(*s, now)) {
+            paid_when_parked(*s, outside_fair_order);
             passed_over = true;
             continue;  // parked: try the next
         }
-        if (outside_fair_order) p.queue.charge(tasks[*s].priority, tasks[*s].fair_key);
+        // Once per dispatch: a task the fair order took before it parked
+        // comes back outside it, and its key has paid already.
+        if (outside_fair_order && !tasks[*s].fair_paid) p.queue.charge(tasks[*s].priority, tasks[*s].fair_key);
+        tasks_[*s].fair_paid = false;
         life_.start_attempt(*s, now, worker, took_best && !passed_over);
         // The head behind the one taken was queued long ago: with a
         // large backlog its slot is out of cache, and the next decision

@@ -38,6 +38,12 @@ public:
     }
 
 private:
+    /// A task parks (a resource, a remote worker) after the fair order took
+    /// it, which charged its key: its start, when it comes back outside
+    /// that order, is not charged again.
+    void paid_when_parked(std::uint32_t s, bool outside_fair_order) {
+        if (!outside_fair_order) tasks_[s].fair_paid = true;
+    }
     /// For a Ready task with a deadline.
     double urgency(const TaskExtras& e, Time now) const;
     detail::Rank rank(const TaskTable& tasks, std::uint32_t s, Time now) const {

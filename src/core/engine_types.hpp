@@ -93,6 +93,7 @@ struct alignas(64) TaskSlot {
     bool has_needs : 1 = false;        // its needs are in the ResourceGate until it ends
     bool holds_resources : 1 = false;  // the running attempt holds them
     bool has_remote : 1 = false;       // its labels or nacks are in the WorkerRoster until it ends
+    bool fair_paid : 1 = false;        // its key paid for its dispatch when the fair order took it, before it parked
 };
 static_assert(sizeof(TaskSlot) == 64, "a task slot is one cache line");
 

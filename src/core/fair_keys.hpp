@@ -2,11 +2,21 @@
 // The fair key names of one engine's tasks, interned
 // (docs/design.md#fair-sharing): a task holds its key's id in its slot from
 // its admission until it is forgotten, and a name no task holds any more is
-// released (its id is reused). The key "" is id 0 and never held.
-#include "dependencies.hpp"  // StringMap
-#include "fair_queue.hpp"    // FairKeyId
+// released (its id is reused, so ids stay dense). The key "" is id 0 and
+// never held.
+//
+// Every keyed submission looks its name up here, so the table is flat:
+// linear probing over buckets of (hash, id, the name if it is short), the
+// names by id in one vector. A lookup of a short name (most tenant ids) reads
+// one bucket line; a node-based map walks a chain of separately allocated
+// nodes and compares the name in each.
+#include "fair_queue.hpp"  // FairKeyId
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,15 +25,73 @@ namespace cronoq::core::detail {
 
 class FairKeyNames {
 public:
-    FairKeyNames() : names_(1), holds_(1, 0) {}
+    FairKeyNames() : names_(1), holds_(1, 0) { rehash(16); }
 
     /// The id of `name`, held once more.
     FairKeyId hold(std::string_view name) {
         if (name.empty()) return 0;
-        if (const auto it = ids_.find(name); it != ids_.end()) {
-            ++holds_[it->second];
-            return it->second;
+        if ((size_ + 1) * 2 > buckets_.size()) rehash(buckets_.size() * 2);
+        const std::uint64_t h = hash(name);
+        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+            Bucket& b = buckets_[i];
+            if (b.id == 0) {
+                b.set(h, allocate(name), name);
+                ++size_;
+                return b.id;
+            }
+            if (b.hash == h && b.holds(name, names_)) {
+                ++holds_[b.id];
+                return b.id;
+            }
         }
+    }
+    void release(FairKeyId id) {
+        if (id == 0 || --holds_[id] > 0) return;
+        erase(hash(names_[id]), id);
+        names_[id].clear();
+        names_[id].shrink_to_fit();
+        free_.push_back(id);
+    }
+    const std::string& name(FairKeyId id) const { return names_[id]; }
+    /// The id of a name held now.
+    std::optional<FairKeyId> find(std::string_view name) const {
+        if (name.empty()) return FairKeyId{0};
+        const std::uint64_t h = hash(name);
+        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+            const Bucket& b = buckets_[i];
+            if (b.id == 0) return std::nullopt;
+            if (b.hash == h && b.holds(name, names_)) return b.id;
+        }
+    }
+    /// Names held ("" not counted).
+    std::size_t size() const { return size_; }
+
+private:
+    // Half a cache line: the name inline when it fits, so that a hit
+    // compares it without loading `names_`.
+    struct Bucket {
+        static constexpr std::size_t inline_bytes = 19;
+        static constexpr std::uint8_t not_inline = 0xff;
+        std::uint64_t hash = 0;
+        FairKeyId id = 0;  // 0: empty
+        std::uint8_t length = not_inline;
+        char text[inline_bytes] = {};
+
+        void set(std::uint64_t h, FairKeyId i, std::string_view name) {
+            hash = h;
+            id = i;
+            length = name.size() <= inline_bytes ? static_cast<std::uint8_t>(name.size()) : not_inline;
+            if (length != not_inline) std::memcpy(text, name.data(), name.size());
+        }
+        bool holds(std::string_view name, const std::vector<std::string>& names) const {
+            if (length == not_inline) return names[id] == name;
+            return length == name.size() && std::memcmp(text, name.data(), length) == 0;
+        }
+    };
+    static_assert(sizeof(Bucket) == 32);
+    static std::uint64_t hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
+    FairKeyId allocate(std::string_view name) {
         FairKeyId id;
         if (!free_.empty()) {
             id = free_.back();
@@ -35,32 +103,43 @@ public:
             holds_.push_back(0);
         }
         holds_[id] = 1;
-        ids_.emplace(names_[id], id);
         return id;
     }
-    void release(FairKeyId id) {
-        if (id == 0 || --holds_[id] > 0) return;
-        ids_.erase(ids_.find(names_[id]));
-        names_[id].clear();
-        names_[id].shrink_to_fit();
-        free_.push_back(id);
+    // Backward-shift deletion: no tombstones, so probes stay short.
+    void erase(std::uint64_t h, FairKeyId id) {
+        std::size_t i = h & mask_;
+        while (buckets_[i].id != id) i = (i + 1) & mask_;
+        for (std::size_t j = i;;) {
+            j = (j + 1) & mask_;
+            if (buckets_[j].id == 0) break;
+            const std::size_t home = buckets_[j].hash & mask_;
+            // An entry may move back to `i` unless its home lies in (i, j].
+            const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+            if (stays) continue;
+            buckets_[i] = buckets_[j];
+            i = j;
+        }
+        buckets_[i] = Bucket{};
+        --size_;
     }
-    const std::string& name(FairKeyId id) const { return names_[id]; }
-    /// The id of a name held now.
-    std::optional<FairKeyId> find(std::string_view name) const {
-        if (name.empty()) return FairKeyId{0};
-        const auto it = ids_.find(name);
-        if (it == ids_.end()) return std::nullopt;
-        return it->second;
+    void rehash(std::size_t count) {
+        std::vector<Bucket> old(count);
+        old.swap(buckets_);
+        mask_ = count - 1;
+        for (const Bucket& b : old) {
+            if (b.id == 0) continue;
+            std::size_t i = b.hash & mask_;
+            while (buckets_[i].id != 0) i = (i + 1) & mask_;
+            buckets_[i] = b;
+        }
     }
-    /// Names held ("" not counted).
-    std::size_t size() const { return ids_.size(); }
 
-private:
+    std::vector<Bucket> buckets_;
+    std::size_t mask_ = 0;
+    std::size_t size_ = 0;
     std::vector<std::string> names_;    // by id; empty once released
     std::vector<std::uint32_t> holds_;  // tasks holding each id
     std::vector<FairKeyId> free_;
-    StringMap<FairKeyId> ids_;
 };
 
 }  // namespace cronoq::core::detail

@@ -22,7 +22,7 @@
 //
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
-#include "flat_id_map.hpp"
+#include "dense_key_index.hpp"
 #include "queue_ref.hpp"
 #include "ring.hpp"
 #include "slab.hpp"
@@ -85,6 +85,29 @@ public:
         return std::nullopt;
     }
 
+    /// The longest-waiting front among the keys that compete (`older(a, b)`:
+    /// slot a waited longer than b), dropping stale fronts on the way. A
+    /// parked key is left out: it waits for its own attempts to end, not
+    /// for a slot. O(active keys): for the autoscaler's evaluations, never
+    /// for a decision.
+    template <class Live, class Older>
+    std::optional<std::uint32_t> oldest(Live&& live, Older&& older) {
+        std::optional<std::uint32_t> best;
+        for (const HeapEntry& e : heap_) {
+            KeyQueue* k = find(e.key);
+            if (!k || k->live_order != e.order || k->parked) continue;
+            // Emptied here, the key stays until `head` reaches its entry.
+            while (!k->fifo.empty() && !live(k->fifo.front())) {
+                k->fifo.pop_front();
+                --entries_;
+            }
+            if (k->fifo.empty()) continue;
+            const std::uint32_t slot = k->fifo.front().slot;
+            if (!best || older(slot, *best)) best = slot;
+        }
+        return best;
+    }
+
     /// Takes the front returned by the last `head`: the virtual time moves
     /// to its key's tag, and the key, if it has more, waits one step more.
     /// Returns its slot.
@@ -106,8 +129,11 @@ public:
             heap_.front().finish = k.finish;
             return slot;
         }
-        pop_heap();
-        push_heap(key, k);
+        // Its entry on top takes the grown tag and sinks: one pass down,
+        // where a pop and a push would go down and then up.
+        k.live_order = next_order_++;
+        heap_.front() = HeapEntry{k.finish, k.live_order, key};
+        sift_down(0);
         return slot;
     }
 
@@ -203,21 +229,53 @@ private:
         k.finish = vtime_ + k.step;
         push_heap(key, k);
     }
+    // The heap is 4-ary: a served key's tag grows past every other, so it
+    // sinks to the bottom on most decisions; four children per level halve
+    // the levels it passes (and their cache lines) against a binary heap.
+    static constexpr std::size_t arity = 4;
     void push_heap(FairKeyId key, KeyQueue& k) {
         k.live_order = next_order_++;
         heap_.push_back(HeapEntry{k.finish, k.live_order, key});
-        std::push_heap(heap_.begin(), heap_.end(), after);
+        sift_up(heap_.size() - 1);
     }
     void pop_heap() {
-        std::pop_heap(heap_.begin(), heap_.end(), after);
+        heap_.front() = heap_.back();
         heap_.pop_back();
+        if (!heap_.empty()) sift_down(0);
+    }
+    void sift_up(std::size_t at) {
+        const HeapEntry moving = heap_[at];
+        while (at > 0) {
+            const std::size_t parent = (at - 1) / arity;
+            if (!after(heap_[parent], moving)) break;
+            heap_[at] = heap_[parent];
+            at = parent;
+        }
+        heap_[at] = moving;
+    }
+    // Restores the heap below `at` after its entry's tag grew.
+    void sift_down(std::size_t at) {
+        const std::size_t n = heap_.size();
+        const HeapEntry moving = heap_[at];
+        for (;;) {
+            const std::size_t first = arity * at + 1;
+            if (first >= n) break;
+            std::size_t best = first;
+            const std::size_t last = std::min(first + arity, n);
+            for (std::size_t c = first + 1; c < last; ++c)
+                if (after(heap_[best], heap_[c])) best = c;
+            if (!after(moving, heap_[best])) break;
+            heap_[at] = heap_[best];
+            at = best;
+        }
+        heap_[at] = moving;
     }
 
     static constexpr std::size_t small_ring = 16;
     KeyQueue unkeyed_;
-    // The other active keys: an open-addressing index (interned ids are
-    // dense, so neighbours share a line) into a slab of states, reused.
-    FlatIdMap index_;
+    // The other active keys: an index by key id (dense_key_index.hpp) into
+    // a slab of states, reused.
+    DenseKeyIndex index_;
     Slab<KeyQueue> states_;
     std::vector<HeapEntry> heap_;
     double vtime_ = 0;

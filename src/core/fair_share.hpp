@@ -8,7 +8,7 @@
 // keys is the ready queue's (fair_queue.hpp); this counts what the cap and
 // the stats need.
 #include "fair_keys.hpp"
-#include "flat_id_map.hpp"
+#include "dense_key_index.hpp"
 #include "ready_queue.hpp"
 #include "ring.hpp"
 #include "slab.hpp"
@@ -176,9 +176,9 @@ private:
     std::size_t keyed_ready_ = 0;
     std::size_t keyed_running_ = 0;
     Ring<QueueRef> unkeyed_parked_;  // tasks of "" parked at its cap (stale ones too)
-    // The other active keys, as in FairQueue: an index into a slab (a free
-    // entry is idle, with no parked task, so `top` skips it).
-    FlatIdMap index_;
+    // The other active keys, as in FairQueue: an index by key id into a slab
+    // (a free entry is idle, with no parked task, so `top` skips it).
+    DenseKeyIndex index_;
     Slab<Load> loads_;
 };
 

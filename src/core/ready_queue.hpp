@@ -129,12 +129,11 @@ public:
     }
     static constexpr unsigned all_classes = (1u << priority_count) - 1;
 
-    /// The live head of a class's deadline-free tasks (the next the fair
-    /// order takes: with one key, its longest-waiting), dropping stale
-    /// entries on the way.
-    template <class Live>
-    std::optional<std::uint32_t> fifo_head(std::size_t cls, Live&& live) {
-        return classes_[cls].fair.head(live);
+    /// The longest-waiting of a class's deadline-free tasks in the fair
+    /// order (fair_queue.hpp `oldest`): O(active keys), for the autoscaler.
+    template <class Live, class Older>
+    std::optional<std::uint32_t> oldest_fair(std::size_t cls, Live&& live, Older&& older) {
+        return classes_[cls].fair.oldest(live, older);
     }
 
     /// Calls `f(slot)` for the head entry of each FIFO and heap, stale or

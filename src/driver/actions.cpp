@@ -125,7 +125,8 @@ void Actions::on(core::Status& s, core::Time now, WallTime wall) {
     if (s_.durable) s_.durable->write_status(s_.held(), s, *record, now, wall);
     if (s_.delivery.has_subscribers())
         s_.deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
-                                          wall + (s.at - now), s.message});
+                                          wall + (s.at - now), s.message,
+                                          record->fair_key()});
     if (!is_terminal(s.status)) return;
     if (s.status == TaskStatus::Failed || s.status == TaskStatus::DeadLettered)
         s_.log([task = s.task, status = s.status, attempt = s.attempt, message = s.message] {

@@ -86,6 +86,7 @@ std::optional<Admission::Failure> Admission::to_spec(core::Engine& engine, const
     spec.timeout = r.timeout;
     spec.retry = r.retry;
     if (r.key) spec.key = r.key;
+    if (!r.fair_key.empty()) spec.fair_key = r.fair_key;
     if (!r.labels.empty()) {  // Task::label keeps names unique; the engine wants them sorted
         spec.labels.assign(r.labels.begin(), r.labels.end());
         std::sort(spec.labels.begin(), spec.labels.end());
@@ -109,7 +110,7 @@ std::shared_ptr<TaskRecord> Admission::make_record(core::PoolId pool_id, TaskReq
                 std::chrono::duration_cast<core::Duration>(wall.time_since_epoch()).count(), r.deadline_in->count()))));
     record->timeout = r.timeout ? r.timeout : pool.def.engine.default_timeout;
     record->payload = std::move(r.payload);
-    if (r.key || !r.tags.empty() || r.traceparent) record->more = std::make_unique<TaskRequest>(std::move(r));
+    if (r.key || !r.tags.empty() || r.traceparent || !r.fair_key.empty()) record->more = std::make_unique<TaskRequest>(std::move(r));
     // A remote pool's leases carry the payload's codec<P> bytes.
     if (encoded && pool.def.engine.remote) record->remote_payload = std::make_unique<std::string>(encoded->payload);
     return record;

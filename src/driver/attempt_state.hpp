@@ -50,6 +50,7 @@ struct TaskInfo {
     const std::optional<std::string>& key() const { return more ? more->key : none; }
     const Tags& tags() const { return more ? more->tags : no_tags; }
     const std::optional<std::string>& traceparent() const { return more ? more->traceparent : none; }
+    const std::string& fair_key() const { return more ? more->fair_key : no_fair_key; }
     /// `more`, made on first use.
     TaskRequest& request() {
         if (!more) more = std::make_unique<TaskRequest>();
@@ -59,6 +60,7 @@ struct TaskInfo {
 private:
     static inline const std::optional<std::string> none{};
     static inline const Tags no_tags{};
+    static inline const std::string no_fair_key{};
 };
 
 /// Links the records the engine holds (guarded by the engine's mutex), so

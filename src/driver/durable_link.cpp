@@ -26,6 +26,7 @@ void DurableLink::write_admission(const EngineHeld&, TaskId id, const TaskRecord
     store::TaskRow row;
     row.id = id;
     row.key = record.key();
+    if (!record.fair_key().empty()) row.fair_key = record.fair_key();
     row.pool = *record.pool;
     row.kind = record.kind;
     row.status = status;

@@ -59,6 +59,7 @@ TaskRequest Encoder::decode(const store::TaskRow& row) const {
     r.pool = row.pool;
     r.kind = row.kind;
     r.key = row.key;
+    r.fair_key = row.fair_key.value_or(std::string());
     return r;
 }
 

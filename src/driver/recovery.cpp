@@ -4,6 +4,7 @@
 
 #include "actions.hpp"
 
+#include <cronoq/config_error.hpp>
 #include <cronoq/logging.hpp>
 #include <cronoq/store/client_access.hpp>
 
@@ -76,6 +77,7 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
         if (const auto pool = s_.engine.find_pool(name)) s_.engine.pause(*pool, now);
         s_.log([name] { logger()->info("recovery: pool \"{}\" stays paused", name); });
     }
+    fair_weights(recovered.fair_weights, now);
     for (const store::UnreadableRow& row : recovered.unreadable) fail(row.id, row.attempt, "decode: " + row.why, wall);
     // Each row comes back through the one admission entry, as a submission
     // whose bytes are the row's (a remote pool's leases carry them).
@@ -150,6 +152,25 @@ void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
     s_.engine = std::move(fresh);
     s_.set_engine_modes();
     s_.durable->reset_reserved(s_.held());
+}
+
+// Weights set at run time override the configured ones (docs/store.md,
+// "Fair weights"); one of a pool this scheduler no longer has, or that this
+// build refuses, is left out rather than stop the recovery.
+void Recovery::fair_weights(const std::vector<store::FairWeightSet>& weights, core::Time now) {
+    for (const store::FairWeightSet& w : weights) {
+        const auto pool = s_.engine.find_pool(w.pool);
+        std::string why = "no such pool";
+        if (pool) {
+            try {
+                s_.engine.set_fair_weight(*pool, w.key, w.weight, now);
+                continue;
+            } catch (const ConfigError& e) {
+                why = e.what();
+            }
+        }
+        s_.log([w, why] { logger()->warn("recovery: fair weight of \"{}\" in pool \"{}\" not restored: {}", w.key, w.pool, why); });
+    }
 }
 
 void Recovery::fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {

@@ -45,6 +45,7 @@ private:
     /// The configuration clients check their tasks against (docs/store.md,
     /// "Clients"), written in the first commit, before open() returns.
     void write_config(WallTime wall) CRONOQ_REQUIRES(s_.mu);
+    void fair_weights(const std::vector<store::FairWeightSet>& weights, core::Time now) CRONOQ_REQUIRES(s_.mu);
 
     SchedulerCore::State& s_;
 };

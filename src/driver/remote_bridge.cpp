@@ -82,6 +82,8 @@ UniqueFunction<void()> RemoteBridge::lease(const EngineHeld&, std::shared_ptr<At
             out.kind = r.kind;
             out.key = r.key().value_or(std::string{});
             out.tags = lease_tags(r.tags(), r.traceparent());
+            // Workers see the tenant as they see the task's other labels of origin.
+            if (!r.fair_key().empty()) out.tags.emplace_back("fair_key", r.fair_key());
             out.timeout = timeout;
             if (r.deadline) out.deadline_unix_ns = unix_ns(*r.deadline);
             // A lease the session cannot send (admitted before the server

@@ -137,6 +137,16 @@ void SchedulerCore::set_rate(std::string_view bucket, double rate_per_s) {
     if (problem) throw ConfigError("set_rate: " + *problem);
 }
 
+void SchedulerCore::set_fair_weight(std::string_view pool, std::string_view key, double weight) {
+    State::Step step(*s_);
+    const auto id = s_->engine.find_pool(pool);
+    if (!id) throw ConfigError("set_fair_weight: no pool named \"" + std::string(pool) + "\"");
+    const auto now = s_->clock->now();
+    s_->engine.set_fair_weight(*id, key, weight, now);  // ConfigError for a bad weight: nothing changed
+    if (s_->durable) s_->durable->write(s_->held(), store::FairWeightSet{std::string(pool), std::string(key), weight});
+    Actions(*s_).apply(s_->held(), now);
+}
+
 bool SchedulerCore::cancel(const TaskRef& ref) {
     State::Step step(*s_);
     const auto task = s_->resolve(ref);

@@ -71,6 +71,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::stored_handle(const store::Ta
     record->pool = std::make_shared<const std::string>(row.pool);
     record->kind = row.kind;
     if (row.key) record->request().key = row.key;
+    if (row.fair_key) record->request().fair_key = *row.fair_key;
     record->finish(row.status, row.attempt, std::string(row.last_error), encoder.decode_output(row));
     return record;
 }

@@ -11,6 +11,13 @@ double ms(std::chrono::nanoseconds d) { return std::chrono::duration<double, std
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
+// [{"key": ..., "ready": n, "running": n}, ...], most ready first.
+nlohmann::json top_keys(const std::vector<FairKeyLoad>& keys) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const FairKeyLoad& k : keys) out.push_back({{"key", k.key}, {"ready", k.ready}, {"running", k.running}});
+    return out;
+}
+
 // {"buckets": [[le_seconds, cumulative count], ...], "sum": seconds, "count": n}; the
 // +Inf bucket is "count".
 nlohmann::json histogram(const SecondsHistogram& h) {
@@ -67,6 +74,8 @@ nlohmann::json Snapshot::to_json() const {
             {"totals", totals(p.totals)},
             {"wait_seconds", std::move(wait_seconds)},
             {"run_seconds", histogram(p.run_histogram)},
+            {"active_keys", p.active_keys},
+            {"top_keys", top_keys(p.top_keys)},
         });
         if (p.remote_workers) out["pools"].back()["remote_workers"] = *p.remote_workers;
     }

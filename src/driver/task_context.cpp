@@ -51,6 +51,7 @@ std::uint32_t TaskContext::attempt() const { return state_->attempt; }
 const std::string& TaskContext::pool() const { return *state_->task->pool; }
 const std::string& TaskContext::kind() const { return state_->task->kind; }
 const std::optional<std::string>& TaskContext::key() const { return state_->task->key(); }
+const std::string& TaskContext::fair_key() const { return state_->task->fair_key(); }
 const Tags& TaskContext::tags() const { return state_->task->tags(); }
 
 std::optional<std::string> TaskContext::tag(std::string_view name) const {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <bit>
 #include <limits>
 #include <stdexcept>
 
@@ -100,6 +101,37 @@ StoredTask to_stored_task(TaskRow row) {
     task.priority = priority_of_options(row.options);
     task.fair_key = std::move(row.fair_key);
     return task;
+}
+
+// "fair_weight:<bytes of the pool name>:<pool><key>": the length keeps any
+// pool and key apart without escaping. The value is the double's bits, so
+// that a weight comes back exactly as set.
+std::string fair_weight_name(std::string_view pool, std::string_view key) {
+    std::string name(fair_weight_prefix);
+    name += std::to_string(pool.size());
+    name += ':';
+    name += pool;
+    name += key;
+    return name;
+}
+
+std::int64_t fair_weight_value(double weight) { return std::bit_cast<std::int64_t>(weight); }
+
+std::optional<FairWeightSet> read_fair_weight(std::string_view name, std::int64_t value) {
+    if (!name.starts_with(fair_weight_prefix)) return std::nullopt;
+    name.remove_prefix(fair_weight_prefix.size());
+    const auto colon = name.find(':');
+    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+    std::size_t pool_bytes = 0;
+    for (const char c : name.substr(0, colon)) {
+        if (c < '0' || c > '9') return std::nullopt;
+        pool_bytes = pool_bytes * 10 + static_cast<std::size_t>(c - '0');
+        if (pool_bytes > name.size()) return std::nullopt;
+    }
+    name.remove_prefix(colon + 1);
+    if (pool_bytes > name.size()) return std::nullopt;
+    return FairWeightSet{std::string(name.substr(0, pool_bytes)), std::string(name.substr(pool_bytes)),
+                         std::bit_cast<double>(value)};
 }
 
 }  // namespace cronoq::store

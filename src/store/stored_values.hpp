@@ -56,6 +56,14 @@ inline std::string paused_row_name(std::string_view pool) {
 /// The SQL condition that selects those rows (both dialects).
 inline constexpr const char* paused_rows_where = "substr(name, 1, 7) = 'paused:'";
 static_assert(paused_row_prefix.size() == 7);
+/// Fair weights live in the `meta` table (docs/store.md, "Fair weights"):
+/// its name for `pool` and `key`, and the value (the double's bits).
+std::string fair_weight_name(std::string_view pool, std::string_view key);
+std::int64_t fair_weight_value(double weight);
+/// The names of every stored weight start so (an SQL LIKE prefix).
+inline constexpr std::string_view fair_weight_prefix = "fair_weight:";
+/// A stored weight back; empty for a name that is not one.
+std::optional<FairWeightSet> read_fair_weight(std::string_view name, std::int64_t value);
 
 /// A row as `Store::get_task`, `Store::list` and `Store::query` return it.
 StoredTask to_stored_task(TaskRow row);

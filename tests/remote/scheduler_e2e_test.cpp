@@ -104,6 +104,22 @@ TEST(SchedulerE2E, HigherPrioritiesLeaseFirst) {
                                           tasks[0].second.id()}));
 }
 
+TEST(SchedulerE2E, TheLeaseTagsCarryTheFairKey) {
+    Served s;
+    auto w1 = s.worker("w1", 1);
+    EXPECT_EQ(*s.submit(Task<std::string>("echo:x").fair_key("tenant-7").tag("team", "a")).get(), "x");
+    auto line = w1->read_until("I ");
+    ASSERT_TRUE(line);
+    // Tags travel as a map: by name, the task's own beside the fair key.
+    EXPECT_NE(line->find(" tag:fair_key=tenant-7"), std::string::npos) << *line;
+    EXPECT_NE(line->find(" tag:team=a"), std::string::npos) << *line;
+    // Without a fair key the lease has no such tag.
+    EXPECT_EQ(*s.submit(Task<std::string>("echo:y")).get(), "y");
+    line = w1->read_until("I ");
+    ASSERT_TRUE(line);
+    EXPECT_EQ(line->find("fair_key"), std::string::npos) << *line;
+}
+
 TEST(SchedulerE2E, TimeoutAbortsTheHandler) {
     Served s;
     auto w1 = s.worker("w1", 2);

@@ -17,6 +17,7 @@
 // seed and the options; the wall time goes to stderr.
 #include "report.hpp"
 #include "sim.hpp"
+#include "tenants.hpp"
 
 #include <array>
 #include <chrono>
@@ -198,6 +199,54 @@ struct RunChecks {
     }
 };
 
+/// The tenants tables (tenants.hpp) and their checks at 2.0x.
+void tenants(const Options& o, std::string& output, std::vector<Check>& checks) {
+    const auto& all = workloads();
+    Check accounted{"tenants: every task accounted for (ended, running or waiting at the horizon)"};
+    for (std::size_t w = 0; w < all.size(); ++w) {
+        for (std::size_t l = 0; l < loads.size(); ++l) {
+            const TenantTrace trace = make_tenant_trace(all[w], w, loads[l], l, o.config);
+            std::vector<TenantRow> rows;
+            for (TenantPolicy p : tenant_policies) {
+                rows.push_back(run_tenants(trace, p, o.config));
+                if (rows.back().unaccounted != 0)
+                    accounted.fail(trace_name(all[w], loads[l]) + " " + to_string(p) + ": " +
+                                   std::to_string(rows.back().unaccounted) + " tasks lost");
+            }
+            output += render_tenants(trace, rows, o.format);
+            if (loads[l] != 2.0) continue;
+            const TenantRow& fifo = rows[0];
+            const TenantRow& fair = rows[3];
+            const TenantRow& weighted = rows[4];
+            const auto within = [](const TenantRow& r, std::size_t t) { return r.ratio(t) >= 0.9 && r.ratio(t) <= 1.1; };
+            Check each{std::string("at 2.0x, cronoq+fair gives every tenant its weighted fair share of the dispatches "
+                                   "while it waits, within 10 % (") + all[w].key + ")"};
+            for (std::size_t t = 0; t < tenant_count; ++t) {
+                char buf[64];
+                std::snprintf(buf, sizeof buf, "%s%.2f", t == 0 ? "served/owed " : " ", fair.ratio(t));
+                each.detail += buf;
+                if (!within(fair, t)) each.pass = false;
+            }
+            checks.push_back(each);
+            Check small{std::string("at 2.0x, cronoq+fair's small tenants' p99 wait is at least 10x below FIFO's (") +
+                        all[w].key + ")"};
+            small.detail = format_duration(fair.small_p99.value) + " vs " + format_duration(fifo.small_p99.value);
+            if (fair.small_p99.empty || fifo.small_p99.empty || fair.small_p99.lower_bound ||
+                !(10 * fair.small_p99.value <= fifo.small_p99.value))
+                small.pass = false;
+            checks.push_back(small);
+            Check flood{std::string("at 2.0x, with {flood: 3} the flood's share while it waits is within 10 % of its "
+                                    "weighted fair share (3/12 while all ten wait) (") + all[w].key + ")"};
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "served/owed %.3f", weighted.ratio(0));
+            flood.detail = buf;
+            flood.pass = within(weighted, 0);
+            checks.push_back(flood);
+        }
+    }
+    checks.push_back(accounted);
+}
+
 Simulation simulate(const Options& o) {
     Simulation sim;
     sim.output = preamble(o);
@@ -287,6 +336,7 @@ Simulation simulate(const Options& o) {
     }
     sim.output += render_fixed_starts(fixed, o.format);
     sim.output += render_failures(failures, o.format);
+    tenants(o, sim.output, overload);
 
     if (o.config.verify_model) {
         // Not printed: long slack (deadline = arrival + 12 x service) puts

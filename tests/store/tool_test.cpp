@@ -58,8 +58,8 @@ ToolRun run_tool(const ScratchDir& dir, std::vector<std::string> args, const std
     return run;
 }
 
-/// A store with a few tasks: 1 and 2 dead-lettered (2 keyed), 3 running,
-/// 4 succeeded eight days ago.
+/// A store with a few tasks: 1 and 2 dead-lettered (2 keyed, of fair key
+/// "tenant-9"), 3 running, 4 succeeded eight days ago.
 class ToolTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -76,6 +76,7 @@ protected:
             row.attempt = status == TaskStatus::DeadLettered ? 3 : 1;
             row.last_error = status == TaskStatus::DeadLettered ? "upstream timed out" : "";
             row.updated_at = std::chrono::system_clock::now() - age;
+            if (id == 2) row.fair_key = "tenant-9";
             batch.changes.push_back(store::TaskInserted{row});
         };
         add(1, TaskStatus::DeadLettered, std::nullopt, 1h);
@@ -100,14 +101,16 @@ TEST_F(ToolTest, ListPrintsTaskObjectsAsJson) {
     const auto& task = tasks[0];  // newest first
     std::vector<std::string> fields;
     for (const auto& [name, value] : task.items()) fields.push_back(name);
-    EXPECT_EQ(fields, (std::vector<std::string>{"attempt", "id", "key", "kind", "last_error", "pool", "status",
-                                                "submitted_at", "updated_at"}));
+    EXPECT_EQ(fields, (std::vector<std::string>{"attempt", "fair_key", "id", "key", "kind", "last_error", "pool",
+                                                "status", "submitted_at", "updated_at"}));
     EXPECT_EQ(task["id"], 2);
     EXPECT_EQ(task["key"], "invoice-7");
     EXPECT_EQ(task["status"], "dead_lettered");
     EXPECT_EQ(task["attempt"], 3);
     EXPECT_EQ(task["last_error"], "upstream timed out");
     EXPECT_TRUE(tasks[1]["key"].is_null());
+    EXPECT_EQ(task["fair_key"], "tenant-9");
+    EXPECT_TRUE(tasks[1]["fair_key"].is_null());
     EXPECT_EQ(task["updated_at"].get<std::string>().size(), 24u);  // 2026-12-01T10:38:04.123Z
 
     const ToolRun limited = run_tool(dir, {"--store", file(), "--json", "list", "--status", "dead_lettered",
@@ -123,9 +126,15 @@ TEST_F(ToolTest, ShowFindsATaskByIdOrKey) {
     const ToolRun by_key = run_tool(dir, {"--store", file(), "--json", "show", "invoice-7"});
     ASSERT_EQ(by_key.status, 0) << by_key.err;
     EXPECT_EQ(nlohmann::json::parse(by_key.out)["id"], 2);
+    EXPECT_EQ(nlohmann::json::parse(by_key.out)["fair_key"], "tenant-9");
+    EXPECT_TRUE(nlohmann::json::parse(by_id.out)["fair_key"].is_null());
     const ToolRun text = run_tool(dir, {"--store", file(), "show", "invoice-7"});
     ASSERT_EQ(text.status, 0) << text.err;
     EXPECT_NE(text.out.find("payload: payload-2"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("fair_key: tenant-9"), std::string::npos) << text.out;
+    const ToolRun listed = run_tool(dir, {"--store", file(), "list", "--fair-key", "tenant-9"});
+    ASSERT_EQ(listed.status, 0) << listed.err;
+    EXPECT_NE(listed.out.find("fair_key=tenant-9"), std::string::npos) << listed.out;
     const ToolRun missing = run_tool(dir, {"--store", file(), "show", "nope"});
     EXPECT_EQ(missing.status, 1);
     EXPECT_TRUE(missing.out.empty());
@@ -350,7 +359,8 @@ TEST_F(ToolTest, ListFiltersAndPages) {
     EXPECT_EQ(ids({"--status", "running", "--status", "dead_lettered"}).first, (V{3, 2, 1}));
     EXPECT_EQ(ids({"--pool", "default", "--kind", "work", "--key-prefix", "inv"}).first, (V{2}));
     EXPECT_EQ(ids({"--key-prefix", ""}).first, (V{4, 2}));
-    EXPECT_EQ(ids({"--fair-key", ""}).first.size(), 4u);
+    EXPECT_EQ(ids({"--fair-key", ""}).first, (V{4, 3, 1})) << "the tasks without a fair key";
+    EXPECT_EQ(ids({"--fair-key", "tenant-9"}).first, (V{2}));
     EXPECT_EQ(ids({"--pool", "other"}).first, V{});
     EXPECT_EQ(ids({"--submitted-after", "1h"}).first.size(), 4u) << "submitted just now";
     EXPECT_EQ(ids({"--submitted-before", "2000-01-01T00:00:00Z"}).first, V{});

@@ -101,6 +101,7 @@ public:
     bool remove_recurring(std::string_view name);
     /// Throws ConfigError for an unknown bucket or a bad rate.
     void set_rate(std::string_view bucket, double rate_per_s);
+    void set_fair_weight(std::string_view pool, std::string_view key, double weight);
     bool cancel(const TaskRef& task);
     /// Pauses or resumes the named pool (docs/guide/operations.md, "Pause
     /// and resume"); with a store durable at the next commit. False for an

@@ -39,6 +39,9 @@ struct TaskRequest {
     std::vector<core::ResourceUse> resources;
     /// Remote pools: a worker must be registered with each (name, value).
     std::vector<std::pair<std::string, std::string>> labels;
+    /// The tenant it counts against (docs/guide/fairness.md); empty: none,
+    /// the key "" shared by every task without one.
+    std::string fair_key;
 };
 
 /// A Task<P>'s state: its payload, pool, kind and priority inline, every

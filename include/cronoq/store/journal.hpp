@@ -41,8 +41,7 @@ struct TaskRow {
     std::string options;
     std::string payload;
     std::optional<std::string> output;
-    /// Read from the store, never written yet: fair keys come with fair
-    /// sharing (docs/store.md, "Queries"); until then every row has none.
+    /// The task's fair key (docs/guide/fairness.md); none for the key "".
     std::optional<std::string> fair_key;
 };
 
@@ -98,6 +97,15 @@ struct PoolPaused {
     WallTime at;
 };
 
+/// `Scheduler::set_fair_weight`: the weight of `key` in `pool`, which
+/// overrides the configured one after recovery (docs/store.md, "Fair
+/// weights"). The store keeps the last one written per pool and key.
+struct FairWeightSet {
+    std::string pool;
+    std::string key;
+    double weight = 1.0;
+};
+
 /// High-water marks: every id below them may have been handed out. The
 /// store keeps the largest value ever written for each (a lower one
 /// changes nothing), so a scheduler can reserve ranges ahead: commit a
@@ -147,7 +155,7 @@ struct InboxTaken {
 };
 
 using Change = std::variant<TaskInserted, TaskTransition, TaskKeyReleased, RecurringPut, RecurringRemoved,
-                            RecurringFired, HighWaterMarks, ConfigWritten, InboxTaken, PoolPaused>;
+                            RecurringFired, HighWaterMarks, ConfigWritten, InboxTaken, PoolPaused, FairWeightSet>;
 
 /// Changes committed together, in order, in one write transaction (with
 /// whatever other batches were queued at the time).
@@ -210,6 +218,8 @@ struct Recovered {
     std::vector<std::string> paused_pools;
     /// 0 where never written.
     HighWaterMarks marks;
+    /// Every weight `set_fair_weight` wrote, by pool and key.
+    std::vector<FairWeightSet> fair_weights;
     /// The fencing epoch this process leads in (1 for the first leader).
     std::uint64_t epoch = 0;
     /// What clients committed and no leader took up yet, in commit order.

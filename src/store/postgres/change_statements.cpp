@@ -138,6 +138,11 @@ void ChangeStatements::add(const Change& change) {
             } else if constexpr (std::is_same_v<C, RecurringFired>) {
                 out_.push_back(Query{"UPDATE " + n.recurring + " SET last_fired = $2 WHERE name = $1",
                                      {Param(c.name), Param(to_stored(c.fired_at))}});
+            } else if constexpr (std::is_same_v<C, FairWeightSet>) {
+                out_.push_back(Query{"INSERT INTO " + n.meta +
+                                         " (name, value) VALUES ($1, $2) "
+                                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                                     {Param(fair_weight_name(c.pool, c.key)), Param(fair_weight_value(c.weight))}});
             } else if constexpr (std::is_same_v<C, HighWaterMarks>) {
                 out_.push_back(Query{"UPDATE " + n.meta +
                                          " SET value = greatest(value, CASE name WHEN 'next_task_id' THEN $1::bigint "
@@ -177,10 +182,10 @@ void ChangeStatements::add(const Change& change) {
 
 void ChangeStatements::close_run() {
     // id, key, pool, kind, status, attempt, last_error, submitted_at,
-    // updated_at, run_at, options, payload, output
-    std::vector<Column> in{Column(int8_oid), Column(text_oid), Column(text_oid), Column(text_oid), Column(text_oid),
-                           Column(int8_oid), Column(text_oid), Column(int8_oid), Column(int8_oid), Column(int8_oid),
-                           Column(text_oid), Column(bytea_oid), Column(bytea_oid)};
+    // updated_at, run_at, options, payload, output, fair_key
+    std::vector<Column> in{Column(int8_oid), Column(text_oid), Column(text_oid),  Column(text_oid), Column(text_oid),
+                           Column(int8_oid), Column(text_oid), Column(int8_oid),  Column(int8_oid), Column(int8_oid),
+                           Column(text_oid), Column(bytea_oid), Column(bytea_oid), Column(text_oid)};
     // id, status, attempt, last_error, updated_at, run_at, output
     std::vector<Column> up{Column(int8_oid), Column(text_oid),  Column(int8_oid), Column(text_oid),
                            Column(int8_oid), Column(int8_oid), Column(bytea_oid)};
@@ -203,6 +208,7 @@ void ChangeStatements::close_run() {
             in[10].add(r.options);
             in[11].add(r.payload);
             in[12].add(view(p.output));
+            in[13].add(r.fair_key);
             ++inserts;
         } else {
             const TaskTransition& t = *p.last;
@@ -225,8 +231,9 @@ void ChangeStatements::close_run() {
     if (inserts > 0) {
         std::string sql = "INSERT INTO " + names_.tasks;
         sql += " (id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, "
-               "payload, output) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], "
-               "$6::int8[], $7::text[], $8::int8[], $9::int8[], $10::int8[], $11::text[], $12::bytea[], $13::bytea[])";
+               "payload, output, fair_key) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], "
+               "$5::text[], $6::int8[], $7::text[], $8::int8[], $9::int8[], $10::int8[], $11::text[], $12::bytea[], "
+               "$13::bytea[], $14::text[])";
         out_.push_back(Query{std::move(sql), params(in)});
     }
     if (updates > 0) {

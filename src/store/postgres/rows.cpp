@@ -330,6 +330,9 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
     out.paused_pools = paused_pools(c, n);
     out.marks = read_marks(c, n);
     out.inbox = read_inbox(c, n, std::numeric_limits<std::size_t>::max());
+    Result weights = c.exec("SELECT name, value FROM " + n.meta + " WHERE substr(name, 1, 12) = 'fair_weight:' ORDER BY name");
+    for (int i = 0; i < weights.rows(); ++i)
+        if (auto w = read_fair_weight(weights.text(i, 0), weights.int64(i, 1))) out.fair_weights.push_back(std::move(*w));
     return out;
 }
 

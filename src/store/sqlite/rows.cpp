@@ -63,7 +63,8 @@ HighWaterMarks read_marks(Connection& connection) {
 struct ChangeWriter::Statements {
     explicit Statements(Connection& c)
         : insert(c, "INSERT INTO tasks (id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, "
-                    "run_at, options, payload, output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+                    "run_at, options, payload, output, fair_key) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"),
           transition(c, "UPDATE tasks SET status = ?2, attempt = ?3, last_error = ?4, updated_at = ?5, run_at = ?6, "
                         "output = coalesce(?7, output) WHERE id = ?1"),
           release_key(c, "UPDATE tasks SET key = NULL WHERE id = ?1"),
@@ -77,9 +78,11 @@ struct ChangeWriter::Statements {
                         "written_at = excluded.written_at"),
           take_entry(c, "DELETE FROM inbox WHERE seq = ?1"),
           pause(c, "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING"),
-          resume(c, "DELETE FROM meta WHERE name = ?1") {}
+          resume(c, "DELETE FROM meta WHERE name = ?1"),
+          put_setting(c, "INSERT INTO meta (name, value) VALUES (?1, ?2) "
+                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value") {}
     Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark, put_config,
-        take_entry, pause, resume;
+        take_entry, pause, resume, put_setting;
 };
 
 ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
@@ -97,6 +100,7 @@ void ChangeWriter::apply(const Change& change) {
                 s.insert.bind(8, to_stored(r.submitted_at)).bind(9, to_stored(r.updated_at));
                 s.insert.bind(10, optional_stored(r.run_at)).bind(11, r.options).bind_blob(12, r.payload);
                 if (r.output) s.insert.bind_blob(13, *r.output);
+                s.insert.bind(14, r.fair_key);
                 s.insert.run();
             } else if constexpr (std::is_same_v<C, TaskTransition>) {
                 s.transition.bind(1, to_int64(c.id.value)).bind(2, to_string(c.status));
@@ -125,6 +129,8 @@ void ChangeWriter::apply(const Change& change) {
                     s.pause.bind(1, paused_row_name(c.pool)).bind(2, to_stored(c.at)).run();
                 else
                     s.resume.bind(1, paused_row_name(c.pool)).run();
+            } else if constexpr (std::is_same_v<C, FairWeightSet>) {
+                s.put_setting.bind(1, fair_weight_name(c.pool, c.key)).bind(2, fair_weight_value(c.weight)).run();
             } else {
                 static_assert(std::is_same_v<C, HighWaterMarks>);
                 s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
@@ -206,6 +212,9 @@ Recovered load(Connection& connection, WallTime terminal_since) {
     out.paused_pools = paused_pools(connection);
     out.marks = read_marks(connection);
     out.inbox = read_inbox(connection, std::numeric_limits<std::size_t>::max());
+    Statement weights(connection, "SELECT name, value FROM meta WHERE substr(name, 1, 12) = 'fair_weight:' ORDER BY name");
+    while (weights.step())
+        if (auto w = read_fair_weight(weights.text(0), weights.int64(1))) out.fair_weights.push_back(std::move(*w));
     return out;
 }
 

@@ -91,6 +91,7 @@ nlohmann::json task_json(const TaskRow& row) {
     nlohmann::json task;
     task["id"] = row.id.value;
     task["key"] = row.key ? nlohmann::json(*row.key) : nlohmann::json(nullptr);
+    task["fair_key"] = row.fair_key ? nlohmann::json(*row.fair_key) : nlohmann::json(nullptr);
     task["pool"] = row.pool;
     task["kind"] = row.kind;
     task["status"] = std::string(to_string(row.status));
@@ -105,6 +106,7 @@ std::string task_line(const TaskRow& row) {
     std::string line = std::to_string(row.id.value) + "  " + std::string(to_string(row.status)) + "  pool=" + row.pool +
                        "  kind=" + row.kind + "  attempt=" + std::to_string(row.attempt);
     if (row.key) line += "  key=" + *row.key;
+    if (row.fair_key) line += "  fair_key=" + *row.fair_key;
     line += "  updated=" + format_time(row.updated_at);
     if (!row.last_error.empty()) line += "  error=" + row.last_error;
     return line;
@@ -137,6 +139,7 @@ std::string task_details(const TaskRow& row) {
     };
     field("id", std::to_string(row.id.value));
     field("key", row.key.value_or("(none)"));
+    field("fair_key", row.fair_key.value_or("(none)"));
     field("pool", row.pool);
     field("kind", row.kind);
     field("status", std::string(to_string(row.status)));

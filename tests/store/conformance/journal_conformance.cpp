@@ -11,6 +11,7 @@
 #include <atomic>
 #include <future>
 #include <iostream>
+#include <map>
 #include <thread>
 
 namespace cronoq::test {
@@ -30,6 +31,7 @@ TEST_P(Journal, EveryChangeKindIsWrittenAndRecovered) {
         scheduled.run_at = run_at;
         scheduled.payload = std::string("\0binary\xff", 8);
         scheduled.options = R"({"deadline":"x"})";
+        scheduled.fair_key = "tenant-1";
         store::TaskRow succeeded = task_row(2, "order-2");
         Batch batch{{store::TaskInserted{scheduled}, store::TaskInserted{succeeded},
                      store::TaskTransition{TaskId{2}, TaskStatus::Running, 1, "", t0, std::nullopt, std::nullopt},
@@ -43,7 +45,11 @@ TEST_P(Journal, EveryChangeKindIsWrittenAndRecovered) {
                      store::RecurringPut{"nightly", "def-1"}, store::RecurringFired{"nightly", t0},
                      store::RecurringPut{"nightly", "def-2"},  // replaced: keeps its last firing
                      store::RecurringPut{"gone", "x"}, store::RecurringRemoved{"gone"},
-                     store::HighWaterMarks{10, 50}, store::HighWaterMarks{4, 60}}};
+                     store::HighWaterMarks{10, 50}, store::HighWaterMarks{4, 60},
+                     // The last weight per pool and key stays, exactly; a
+                     // pool name is not confused with a key's start.
+                     store::FairWeightSet{"default", "tenant-1", 2.5}, store::FairWeightSet{"default", "tenant-1", 0.1},
+                     store::FairWeightSet{"de", "fault:x", 3.0}, store::FairWeightSet{"other", "", 7.0}}};
         leader.commit(std::move(batch));
         // A transition of a row the store does not hold changes nothing.
         leader.commit(Batch{{store::TaskTransition{TaskId{99}, TaskStatus::Failed, 1, "x", t0, {}, {}}}});
@@ -60,6 +66,9 @@ TEST_P(Journal, EveryChangeKindIsWrittenAndRecovered) {
         ASSERT_TRUE(row);
         EXPECT_EQ(row->options, R"({"deadline":"x"})");
         EXPECT_EQ(row->payload, std::string("\0binary\xff", 8));
+        EXPECT_EQ(row->fair_key, "tenant-1");
+        EXPECT_EQ(leader.store->get_task(TaskId{1})->fair_key, "tenant-1");
+        EXPECT_EQ(leader.store->get_task(TaskId{2})->fair_key, std::nullopt);
         leader.store->journal().release();
         ASSERT_TRUE(leader.reports.wait_lost());
         EXPECT_EQ(leader.reports.lost->reason, store::LostReason::Released);
@@ -76,6 +85,8 @@ TEST_P(Journal, EveryChangeKindIsWrittenAndRecovered) {
     EXPECT_EQ(one->options, R"({"deadline":"x"})");
     EXPECT_EQ(one->pool, "default");
     EXPECT_EQ(one->kind, "work");
+    EXPECT_EQ(one->fair_key, "tenant-1");
+    EXPECT_EQ(find_row(r, 3)->fair_key, std::nullopt);
     const auto* three = find_row(r, 3);
     ASSERT_TRUE(three);
     EXPECT_EQ(three->status, TaskStatus::Retrying);
@@ -89,6 +100,12 @@ TEST_P(Journal, EveryChangeKindIsWrittenAndRecovered) {
     EXPECT_EQ(r.recurring[0].last_fired, t0);
     EXPECT_EQ(r.marks.next_task_id, 10u);
     EXPECT_EQ(r.marks.next_lease_id, 60u);
+    ASSERT_EQ(r.fair_weights.size(), 3u);
+    std::map<std::pair<std::string, std::string>, double> weights;
+    for (const auto& w : r.fair_weights) weights[{w.pool, w.key}] = w.weight;
+    EXPECT_EQ(weights[std::make_pair(std::string("default"), std::string("tenant-1"))], 0.1);
+    EXPECT_EQ(weights[std::make_pair(std::string("de"), std::string("fault:x"))], 3.0);
+    EXPECT_EQ(weights[std::make_pair(std::string("other"), std::string())], 7.0);
 }
 
 TEST_P(Journal, PausedPoolsAreWrittenAndRecovered) {

@@ -46,7 +46,8 @@ std::vector<std::uint64_t> ids(const Store& store, TaskQuery query) {
 }
 
 // Twelve tasks: pools a and b (3, 6, 9, 12), kinds x (1 to 6) and y, keyed
-// 3, 4, 6, 9, 12; statuses by id % 4: ready, dead_lettered, succeeded, failed.
+// 3, 4, 6, 9, 12; statuses by id % 4: ready, dead_lettered, succeeded, failed;
+// fair keys "tenant-1" (2, 7, 8) and "tenant-2" (10), none for the others.
 void insert_sample(Leader& leader) {
     Batch batch;
     const TaskStatus statuses[] = {TaskStatus::Ready, TaskStatus::DeadLettered, TaskStatus::Succeeded,
@@ -58,6 +59,8 @@ void insert_sample(Leader& leader) {
         store::TaskRow row = row_of(id, statuses[id % 4], id % 3 ? "a" : "b", id <= 6 ? "x" : "y", key);
         if (id == 5) row.options = R"({"v":1,"priority":0})";
         if (id == 6) row.options = R"({"v":1,"priority":3})";
+        if (id == 2 || id == 7 || id == 8) row.fair_key = "tenant-1";
+        if (id == 10) row.fair_key = "tenant-2";
         batch.changes.emplace_back(store::TaskInserted{std::move(row)});
     }
     leader.commit(std::move(batch));
@@ -83,8 +86,11 @@ TEST_P(Query, EachFilterSelectsItsTasksNewestFirst) {
     EXPECT_EQ(ids(s, {.key_prefix = ""}), (V{12, 9, 6, 4, 3})) << "every keyed task, no keyless one";
     EXPECT_EQ(ids(s, {.key_prefix = "in%_"}), (V{4}));
     EXPECT_EQ(ids(s, {.key_prefix = "i_"}), V{}) << "_ is no wildcard";
-    EXPECT_EQ(ids(s, {.fair_key = ""}).size(), 12u) << "no task has a fair key yet";
-    EXPECT_EQ(ids(s, {.fair_key = "tenant-1"}), V{});
+    EXPECT_EQ(ids(s, {.fair_key = ""}), (V{12, 11, 9, 6, 5, 4, 3, 1})) << "the tasks without a fair key";
+    EXPECT_EQ(ids(s, {.fair_key = "tenant-1"}), (V{8, 7, 2}));
+    EXPECT_EQ(ids(s, {.pool = "b", .fair_key = "tenant-1"}), V{});
+    EXPECT_EQ(ids(s, {.pool = "a", .fair_key = "tenant-2"}), (V{10}));
+    EXPECT_EQ(ids(s, {.fair_key = "tenant"}), V{}) << "a fair key is matched whole";
     EXPECT_EQ(ids(s, {.submitted_after = t0 + 3s, .submitted_before = t0 + 6s}), (V{5, 4, 3})) << "after <= t < before";
     EXPECT_EQ(ids(s, {.submitted_after = t0 + 11s}), (V{12, 11}));
     EXPECT_EQ(ids(s, {.submitted_before = t0 + 2s}), (V{1}));
@@ -102,6 +108,7 @@ TEST_P(Query, EachFilterSelectsItsTasksNewestFirst) {
     EXPECT_EQ(five.payload, "payload-5");
     EXPECT_EQ(five.submitted_at, t0 + 5s);
     EXPECT_FALSE(five.fair_key);
+    EXPECT_EQ(all.tasks[12 - 7].fair_key, "tenant-1");
 }
 
 TEST_P(Query, TheLimitIsClampedAndABadCursorRefused) {
