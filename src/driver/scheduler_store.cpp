@@ -33,6 +33,12 @@ asio::awaitable<void> SchedulerCore::open() {
         link->with_state([&](State& s) { Shutdown(s).lead_lost(lost); });
     };
     d.journal().lead(std::move(handlers));
+    // Workers that reach this process while it waits are sent to the leader
+    // (docs/remote.md, "Serving while waiting"). Started once the store
+    // tries to lead, so that a failure to start (an address in use, a
+    // wildcard without advertise) ends like a failed open: the shutdown
+    // releases the store, which reports the end of a lead it never had.
+    if (s_->options.worker_endpoint) s_->endpoint = s_->options.worker_endpoint->start(remote_host());
     auto leading = d.leading();
     co_await leading->async_wait(asio::use_awaitable);
     s_->delivery.throw_open_error();

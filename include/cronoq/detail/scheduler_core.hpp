@@ -33,6 +33,7 @@ namespace cronoq::detail {
 
 class EventQueue;
 class RemoteHost;
+class WorkerEndpointFactory;
 
 /// The most threads a scheduler starts for one purpose (the io_context
 /// threads of a BlockingScheduler, the blocking pool).
@@ -53,6 +54,9 @@ struct SchedulerOptions {
     /// scheduler took, so they see the recovery of `open()`.
     std::vector<std::weak_ptr<EventQueue>> subscriptions;
     ErasedCodec codec;
+    /// `Builder::serve_workers`: the worker endpoint `open()` starts before
+    /// it waits to lead; null: none.
+    std::shared_ptr<const WorkerEndpointFactory> worker_endpoint;
 };
 
 /// The tasks of one `try_submit_many`, as the typed shell holds them: read

@@ -193,6 +193,15 @@ struct LeadHandlers {
     std::function<void(const LeadershipLost&)> on_lost;
 };
 
+/// The lease as the store holds it at one instant (`Journal::read_lease`).
+struct LeaseView {
+    /// The fencing epoch of the last process that took the lead.
+    std::uint64_t epoch = 0;
+    /// That process still holds the lease: not released, not run out (nor,
+    /// on PostgreSQL, its session ended).
+    bool held = false;
+};
+
 /// Store figures for `Scheduler::snapshot()`.
 using Figures = StoreSnapshot;
 
@@ -239,6 +248,11 @@ public:
     /// Reads in a short transaction of its own on the calling thread, like
     /// `Store::get_task`; throws StoreError when the store cannot be read.
     virtual std::optional<TaskRow> read_task(const TaskRef& task) const = 0;
+
+    /// Who leads now, as the store says: for a standby that sends workers to
+    /// the leader (docs/remote.md, Redirects). Reads on the calling thread,
+    /// like `read_task`; throws StoreError when the store cannot be read.
+    virtual LeaseView read_lease() const = 0;
 
     /// The largest payload or output (encoded bytes) the store accepts in a
     /// row. The scheduler refuses larger ones (`SubmitError::Invalid`, a
