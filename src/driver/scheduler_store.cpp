@@ -32,13 +32,25 @@ asio::awaitable<void> SchedulerCore::open() {
     handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
         link->with_state([&](State& s) { Shutdown(s).lead_lost(lost); });
     };
-    d.journal().lead(std::move(handlers));
     // Workers that reach this process while it waits are sent to the leader
-    // (docs/remote.md, "Serving while waiting"). Started once the store
-    // tries to lead, so that a failure to start (an address in use, a
-    // wildcard without advertise) ends like a failed open: the shutdown
-    // releases the store, which reports the end of a lead it never had.
-    if (s_->options.worker_endpoint) s_->endpoint = s_->options.worker_endpoint->start(remote_host());
+    // (docs/remote.md, "Serving while waiting"); bound before the store may
+    // lead, so that the leader's configuration names its endpoint.
+    if (s_->options.worker_endpoint) {
+        try {
+            s_->endpoint = s_->options.worker_endpoint->start(remote_host());
+        } catch (...) {
+            // An address in use, a wildcard without advertise: the store was
+            // never asked to lead, so the shutdown that follows has no lead
+            // to wait for.
+            {
+                State::Step step(*s_);
+                d.end_lead(s_->held());
+            }
+            d.lost_waits()->set();
+            throw;
+        }
+    }
+    d.journal().lead(std::move(handlers));
     auto leading = d.leading();
     co_await leading->async_wait(asio::use_awaitable);
     s_->delivery.throw_open_error();
