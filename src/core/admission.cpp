@@ -23,6 +23,10 @@ std::optional<SubmitError> Admission::check_spec(const TaskSpec& spec, std::stri
     if (spec.duration_hint && spec.duration_hint->count() <= 0) return invalid("duration_hint must be positive");
     if (index_of(spec.priority) >= priority_count) return invalid("unknown priority");
     if (spec.key && spec.key->empty()) return invalid("key must not be empty");
+    if (spec.given_id && tasks_.status_of(spec.given_id)) {
+        why = "task id " + std::to_string(spec.given_id.value) + " is already known";
+        return SubmitError::Invalid;
+    }
     if (spec.start_tolerance.count() < 0) return invalid("start_tolerance must not be negative");
     if (spec.on_miss > MissPolicy::Fail) return invalid("unknown miss policy");
     for (const Dep& d : spec.depends_on) {
@@ -294,6 +298,7 @@ void Admission::block(const Batch& batch, std::size_t i, std::uint32_t slot, Tim
 TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, TaskId id) {
     PoolState& p = pools_[spec.pool];
     TaskSlot& t = tasks_[slot];
+    if (!id) id = spec.given_id;
     t.id = id ? id : TaskId{next_task_id.fetch_add(1, std::memory_order_relaxed)};
     t.pool = spec.pool;
     t.kind = spec.kind;

@@ -357,7 +357,8 @@ std::vector<SubmitResult<TaskId>> Engine::restore(std::span<const RestoredTask> 
     s.kinds.next_admission();
     // Whatever becomes of them, these ids were issued: never again.
     std::uint64_t highest = 0;
-    for (const RestoredTask& task : tasks) highest = std::max(highest, task.id.value);
+    for (const RestoredTask& task : tasks)
+        if (task.id.value < s.config.given_ids_from) highest = std::max(highest, task.id.value);
     if (highest != 0) raise_counter(next_task_id, highest == UINT64_MAX ? highest : highest + 1);
     if (s.life.shutting_down())
         return std::vector<SubmitResult<TaskId>>(

@@ -3,6 +3,7 @@
 
 #include <cronoq/logging.hpp>
 
+#include "ingestion.hpp"
 #include "shutdown.hpp"
 #include "step_pipeline.hpp"
 #include "timers.hpp"
@@ -154,6 +155,8 @@ void Actions::on(core::ScaleTo& s, core::Time, WallTime) {
 
 void Actions::on(core::SpaceAvailable& s, core::Time, WallTime) {
     wake_next_submit(s_.held(), s_.pools[s.pool]);
+    // A client's submission may wait in the store for this room.
+    if (s_.durable) Ingestion(s_).room_made(s_.held());
 }
 
 void Actions::wake_next_submit(const EngineHeld& held, PoolRuntime& pool) {

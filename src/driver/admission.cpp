@@ -19,10 +19,13 @@ Admitted refusal(std::pair<SubmitError, std::string> why) { return {why.first, s
 
 void Admission::admit(const EngineHeld& held, core::Engine& engine, Submissions& group, AdmitMode mode, core::Time now) {
     switch (mode) {
-        case AdmitMode::Each: return admit_each(held, engine, group, now);
-        case AdmitMode::All: return admit_all(held, engine, group, now);
+        case AdmitMode::Each: return admit_each(held, engine, group, now, false);
+        case AdmitMode::All: return admit_all(held, engine, group, now, false);
         case AdmitMode::Replacing: return admit_replacing(held, engine, group, now);
         case AdmitMode::Restoring: return admit_restoring(held, engine, group, now);
+        case AdmitMode::Ingesting:
+            // One task alone may shed a victim to make room, as a submit does; a batch must fit.
+            return group.size() == 1 ? admit_each(held, engine, group, now, true) : admit_all(held, engine, group, now, true);
     }
 }
 
@@ -135,7 +138,8 @@ std::shared_ptr<HandleState> Admission::admitted(const EngineHeld& held, core::E
     return record;
 }
 
-void Admission::admit_each(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now) {
+void Admission::admit_each(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now,
+                           bool ingesting) {
     // Wall time matters only to map time points: read once, when first needed.
     std::optional<std::chrono::system_clock::time_point> wall;
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -153,8 +157,10 @@ void Admission::admit_each(const EngineHeld& held, core::Engine& engine, Submiss
             group.result(i, refusal(std::move(*failure)));
             continue;
         }
+        if (ingesting) spec.given_id = s.row->id;
         // The record is made first: the engine carries it from admission on.
-        auto record = make_record(spec.pool, std::move(s.request), at, s.encoded ? &*s.encoded : nullptr);
+        const Encoded* encoded = s.encoded ? &*s.encoded : nullptr;
+        auto record = make_record(spec.pool, std::move(s.request), at, encoded);
         spec.user = to_user(record.get());
         auto id = engine.submit(spec, now);
         if (!id) {
@@ -162,11 +168,13 @@ void Admission::admit_each(const EngineHeld& held, core::Engine& engine, Submiss
             group.result(i, {id.error(), id.message()});
             continue;
         }
-        group.result(i, admitted(held, engine, id.value(), std::move(record), s.encoded ? &*s.encoded : nullptr));
+        // An ingested row is in the store already: no TaskInserted for it.
+        group.result(i, admitted(held, engine, id.value(), std::move(record), ingesting ? nullptr : encoded));
     }
 }
 
-void Admission::admit_all(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now) {
+void Admission::admit_all(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now,
+                          bool ingesting) {
     const std::size_t n = group.size();
     const auto refuse_all = [&](Admitted why) {
         for (std::size_t i = 0; i < n; ++i) group.result(i, Admitted(why.error(), why.message()));
@@ -188,12 +196,14 @@ void Admission::admit_all(const EngineHeld& held, core::Engine& engine, Submissi
         Submission& s = group.at(i);
         records.push_back(make_record(specs[i].pool, std::move(s.request), wall, s.encoded ? &*s.encoded : nullptr));
         specs[i].user = to_user(records.back().get());
+        if (ingesting) specs[i].given_id = s.row->id;
     }
     auto ids = engine.submit_batch(specs, now);
     if (!ids) return refuse_all({ids.error(), ids.message()});
     for (std::size_t i = 0; i < n; ++i) {
         const Submission& s = group.at(i);
-        group.result(i, admitted(held, engine, ids.value()[i], std::move(records[i]), s.encoded ? &*s.encoded : nullptr));
+        const Encoded* encoded = s.encoded && !ingesting ? &*s.encoded : nullptr;
+        group.result(i, admitted(held, engine, ids.value()[i], std::move(records[i]), encoded));
     }
 }
 

@@ -71,8 +71,9 @@ private:
     static void give_back(TaskRecord& record, TaskRequest& r);
     std::shared_ptr<HandleState> admitted(const EngineHeld& held, core::Engine& engine, TaskId id,
                                           std::shared_ptr<TaskRecord> record, const Encoded* encoded);
-    void admit_each(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now);
-    void admit_all(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now);
+    // `ingesting`: AdmitMode::Ingesting (each submission's id is its row's).
+    void admit_each(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now, bool ingesting);
+    void admit_all(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now, bool ingesting);
     void admit_replacing(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now);
     void admit_restoring(const EngineHeld& held, core::Engine& engine, Submissions& group, core::Time now);
 

@@ -107,6 +107,11 @@ bool Delivery::is_committed(store::Sequence seq) {
     return seq <= committed_;
 }
 
+store::Sequence Delivery::committed_through() {
+    ScopedLock lock(mu_);
+    return committed_;
+}
+
 std::optional<std::string> Delivery::lost() {
     ScopedLock lock(mu_);
     return lost_;

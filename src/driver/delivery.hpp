@@ -84,6 +84,8 @@ public:
     /// Blocks this thread until `seq` is committed or the lead is lost.
     void block_until_committed(store::Sequence seq);
     bool is_committed(store::Sequence seq);
+    /// Every batch up to this one is committed.
+    store::Sequence committed_through();
     /// Why the lead ended; empty while it has not.
     std::optional<std::string> lost();
     /// Throws what ended the lead before `open()` could return.

@@ -50,17 +50,27 @@ void DurableLink::write_status(const EngineHeld&, const core::Status& s, const T
     batch_.changes.emplace_back(std::move(t));
 }
 
-void DurableLink::write_failed(const EngineHeld&, TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
+void DurableLink::write_ended(const EngineHeld&, TaskId id, TaskStatus status, std::uint32_t attempt,
+                              std::string message, WallTime wall) {
     store::TaskTransition t;
     t.id = id;
-    t.status = TaskStatus::Failed;
+    t.status = status;
     t.attempt = attempt;
     t.last_error = std::move(message);
     t.updated_at = wall;
     batch_.changes.emplace_back(std::move(t));
 }
 
-store::Sequence DurableLink::enqueue_step(const EngineHeld&, const core::Engine& engine) {
+store::Sequence DurableLink::enqueue_step(const EngineHeld& held, const core::Engine& engine) {
+    enqueue_now(held, engine);
+    if (release_due_ && !release_asked_) {
+        release_asked_ = true;
+        journal_.release();  // after the step's changes: they commit first
+    }
+    return enqueued_;
+}
+
+store::Sequence DurableLink::enqueue_now(const EngineHeld&, const core::Engine& engine) {
     if (writing_ && !batch_.changes.empty()) {
         const core::NextIds next = engine.next_ids();
         // Ids are reserved ahead in blocks, so that a new leader never hands
@@ -72,10 +82,6 @@ store::Sequence DurableLink::enqueue_step(const EngineHeld&, const core::Engine&
         enqueued_ = journal_.enqueue(std::exchange(batch_, {}));
     }
     batch_.changes.clear();  // nothing is written once the lead is gone
-    if (release_due_ && !release_asked_) {
-        release_asked_ = true;
-        journal_.release();  // after the step's changes: they commit first
-    }
     return enqueued_;
 }
 

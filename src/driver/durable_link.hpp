@@ -79,11 +79,21 @@ public:
     void write_admission(const EngineHeld&, TaskId id, const TaskRecord& record, TaskStatus status, const Encoded& encoded);
     void write_status(const EngineHeld&, const core::Status& s, const TaskRecord& record, core::Time now, WallTime wall);
     /// A recovered row that cannot come back ends failed.
-    void write_failed(const EngineHeld&, TaskId id, std::uint32_t attempt, std::string message, WallTime wall);
+    void write_failed(const EngineHeld& held, TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
+        write_ended(held, id, TaskStatus::Failed, attempt, std::move(message), wall);
+    }
+    /// A stored row the engine never held ends `status` (a client's row
+    /// refused or cancelled at ingestion, docs/store.md "Clients").
+    void write_ended(const EngineHeld&, TaskId id, TaskStatus status, std::uint32_t attempt, std::string message,
+                     WallTime wall);
     /// At the end of a step: enqueues its changes (with the ids reserved
     /// ahead of the engine's next ones); returns the sequence its results
     /// must wait for.
     store::Sequence enqueue_step(const EngineHeld&, const core::Engine& engine);
+    /// Enqueues what this step wrote so far, now rather than at its end
+    /// (ingestion needs the sequence its InboxTaken commits in); as
+    /// enqueue_step, without giving the lead up.
+    store::Sequence enqueue_now(const EngineHeld& held, const core::Engine& engine);
     /// The sequence of everything enqueued so far.
     store::Sequence enqueued(const EngineHeld&) const { return enqueued_; }
 

@@ -60,6 +60,14 @@ TaskRequest Encoder::decode(const store::TaskRow& row) const {
     return r;
 }
 
+std::string Encoder::stored_refusal(const TaskRequest& r, std::size_t payload_bytes) const {
+    if (durable_ && payload_bytes > max_value_bytes_)
+        return "payload: " + std::to_string(payload_bytes) + " bytes encoded, more than the store accepts (" +
+               std::to_string(max_value_bytes_) + ")";
+    if (const PoolRuntime* remote = remote_pool_of(r)) return lease_too_large(r, *remote, payload_bytes);
+    return {};
+}
+
 std::shared_ptr<const void> Encoder::decode_output(const store::TaskRow& row) const {
     if (row.status != TaskStatus::Succeeded || !row.output || !codec_.decode_output) return nullptr;
     try {

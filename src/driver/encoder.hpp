@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace cronoq::detail {
@@ -47,6 +48,10 @@ public:
     /// row): the options, then the payload through codec<P>. Throws
     /// std::exception on bytes it cannot read.
     TaskRequest decode(const store::TaskRow& row) const;
+    /// Why a request decoded from a client's row (docs/store.md, "Clients")
+    /// could not be admitted with its stored bytes: over the store's limit,
+    /// or a lease larger than a worker server sends; empty when it can.
+    std::string stored_refusal(const TaskRequest& r, std::size_t payload_bytes) const;
     /// A stored payload (a schedule's template) through codec<P>. Throws
     /// std::exception on bytes it cannot read.
     ErasedValue decode_payload(std::string_view bytes) const { return ErasedValue(codec_.decode_payload(bytes)); }

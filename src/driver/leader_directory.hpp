@@ -1,7 +1,7 @@
 #pragma once
 // Who leads a store, as a process that does not lead tells a worker
 // (docs/remote.md, Redirects): the refusal of a `register`, a redirect to
-// the endpoint the leader advertised when it started leading.
+// the endpoint the leader advertised in its shard's configuration.
 #include <cronoq/detail/remote_host.hpp>
 #include <cronoq/store/store.hpp>
 
@@ -9,15 +9,13 @@
 
 namespace cronoq::detail {
 
-/// The shard every scheduler leads until shards exist.
-inline constexpr const char* default_shard = "default";
-
 /// The refusal (`ConnectRefused::Kind::NotLeader`) of a worker that
 /// registers with a process that does not lead `store`: the leader's
-/// advertised endpoint, verbatim, while its lease is unexpired; none
-/// otherwise (nobody leads, or the leader has not written its endpoint
-/// yet). `why` is the message's start. Reads the store on the calling
-/// thread; a store that cannot be read gives no endpoint.
+/// advertised endpoint, verbatim, while its lease is held in the epoch its
+/// configuration was written in; none otherwise (nobody leads, or the
+/// leader has not written its configuration yet). `why` starts the message.
+/// Reads the store on the calling thread; a store that cannot be read gives
+/// no endpoint (and a warning in the log).
 ConnectRefused redirect_to_leader(Store& store, const std::string& why);
 
 }  // namespace cronoq::detail

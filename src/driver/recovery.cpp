@@ -5,8 +5,11 @@
 #include "actions.hpp"
 
 #include <cronoq/logging.hpp>
+#include <cronoq/store/client_access.hpp>
 
+#include "ingestion.hpp"
 #include "recurring_definition.hpp"
+#include "shard_config_codec.hpp"
 #include "task_options.hpp"
 #include "timers.hpp"
 
@@ -51,10 +54,16 @@ void Recovery::lead(store::Recovered recovered) {
         SchedulerCore::State::Step step(s_);
         s_.durable->start_writing(s_.held());
         const auto now = s_.clock->now();
-        tasks(recovered, now, s_.clock->system_now());
+        const auto wall = s_.clock->system_now();
+        write_config(wall, recovered.epoch);
+        tasks(recovered, now, wall);
+        // After the restore: clients' cancels reach the tasks it brought back.
+        Ingestion(s_).recovered(s_.held(), recovered.inbox, now);
         schedules(recovered.recurring);
         Actions(s_).apply(s_.held(), now);
         Timers(s_).rearm_recurring(s_.held());
+        if (!recovered.inbox.empty())
+            Ingestion(s_).recovered_in(s_.held(), recovered.inbox, s_.durable->enqueue_now(s_.held(), s_.engine));
     }
     s_.durable->leading()->set();
 }
@@ -67,7 +76,15 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
     std::vector<TaskRequest> requests;
     std::vector<const store::TaskRow*> rows;
     requests.reserve(recovered.tasks.size());
+    const auto key_holders = clients_keys(recovered);
     for (const store::TaskRow& row : recovered.tasks) {
+        if (!key_holders.empty() && row.key)
+            if (auto holder = key_holders.find(row.id.value); holder != key_holders.end()) {
+                s_.durable->write_ended(s_.held(), row.id, TaskStatus::Cancelled, 0,
+                                        "key \"" + *row.key + "\" is held by task " + std::to_string(holder->second.value),
+                                        wall);
+                continue;
+            }
         try {
             requests.push_back(s_.encoder.decode(row));
         } catch (const std::exception& e) {
@@ -90,11 +107,34 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
     });
 }
 
+// A client's row no leader ingested whose key a task of the leader's holds
+// too (the leader's submission was committed after the client's): the
+// leader's task keeps it, as at ingestion (docs/store.md, "Clients").
+std::unordered_map<std::uint64_t, TaskId> Recovery::clients_keys(const store::Recovered& recovered) {
+    std::unordered_map<std::uint64_t, TaskId> out;
+    std::unordered_set<std::uint64_t> submitted;
+    for (const store::InboxEntry& e : recovered.inbox)
+        if (e.op == store::InboxEntry::Op::Submit) submitted.insert(e.task.value);
+    if (submitted.empty()) return out;
+    std::unordered_map<std::string, TaskId> held;
+    for (const store::TaskRow& row : recovered.tasks)
+        if (row.key && !submitted.count(row.id.value)) {
+            TaskId& holder = held[*row.key];
+            holder = std::max(holder, row.id);
+        }
+    for (const store::TaskRow& row : recovered.tasks)
+        if (row.key && submitted.count(row.id.value))
+            if (auto h = held.find(*row.key); h != held.end()) out.emplace(row.id.value, h->second);
+    return out;
+}
+
 void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
     // Nothing was submitted yet: open() has not returned.
     core::EngineConfig config = s_.options.engine;
     config.first_task_id = std::max<std::uint64_t>(marks.next_task_id, 1);
     config.first_lease_id = std::max<std::uint64_t>(marks.next_lease_id, 1);
+    // Clients' ids (restored or ingested) never move this leader's counters.
+    config.given_ids_from = store::first_client_task_id;
     core::Engine fresh(config);
     for (const PoolRuntime& p : s_.pools) fresh.add_pool(p.def.engine);
     s_.engine = std::move(fresh);
@@ -105,6 +145,25 @@ void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
 void Recovery::fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
     s_.log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
     s_.durable->write_failed(s_.held(), id, attempt, std::move(message), wall);
+}
+
+void Recovery::write_config(WallTime wall, std::uint64_t epoch) {
+    ShardConfigBody body;
+    // Bound before the store could lead (SchedulerCore::open).
+    if (s_.endpoint) body.advertise = s_.endpoint->advertise();
+    body.epoch = epoch;
+    for (const PoolRuntime& p : s_.pools) {
+        const core::PoolConfig& c = p.def.engine;
+        ShardConfigBody::PoolEntry e{*p.name, c.remote, std::nullopt, c.overflow, c.max_workers};
+        if (c.bounds.bounded()) e.max_pending = c.bounds.max_pending;
+        body.pools.push_back(std::move(e));
+    }
+    for (const Resource& r : s_.options.engine.resources)
+        body.resources.push_back({r.name, r.kind, r.kind == Resource::Kind::Semaphore ? r.permits : r.burst});
+    if (s_.options.engine.global_bounds.bounded()) body.global_max_pending = s_.options.engine.global_bounds.max_pending;
+    body.retention = s_.options.engine.retention;
+    body.max_value_bytes = s_.durable->journal().max_value_bytes();
+    s_.durable->write(s_.held(), store::ConfigWritten{{std::string(default_shard), encode_shard_config(body), wall}});
 }
 
 void Recovery::schedules(std::vector<store::RecurringRow>& rows) {

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace cronoq::detail {
@@ -37,6 +39,12 @@ private:
     /// A task that cannot come back ends failed in the store, and is named in the log.
     void fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) CRONOQ_REQUIRES(s_.mu);
     void schedules(std::vector<store::RecurringRow>& rows) CRONOQ_REQUIRES(s_.mu);
+    /// Of the clients' rows recovered with their inbox entries, those whose
+    /// key a task of the leader's holds too: row id to that task.
+    static std::unordered_map<std::uint64_t, TaskId> clients_keys(const store::Recovered& recovered);
+    /// The configuration clients check their tasks against (docs/store.md,
+    /// "Clients"), written in the first commit, before open() returns.
+    void write_config(WallTime wall, std::uint64_t epoch) CRONOQ_REQUIRES(s_.mu);
 
     SchedulerCore::State& s_;
 };

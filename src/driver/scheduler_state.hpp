@@ -30,6 +30,7 @@
 #include "durable_link.hpp"
 #include "encoder.hpp"
 #include "inbox.hpp"
+#include "intake.hpp"
 #include "engine_mutex.hpp"
 #include "pool_runtime.hpp"
 #include "submission.hpp"
@@ -117,6 +118,9 @@ struct SchedulerCore::State {
     // ---- reports that found the engine's mutex taken ---------------------------
     Inbox inbox;
     std::vector<RemoteEnd> remote_ends CRONOQ_GUARDED_BY(mu);  // remote_inbox drained
+
+    // ---- clients' submissions and cancels (ingestion.hpp) -----------------------------
+    Intake intake;
 
     // ---- remote workers (docs/remote.md) ---------------------------------------------
     RemoteBridge remote;

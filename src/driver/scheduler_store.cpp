@@ -5,6 +5,7 @@
 #include <cronoq/logging.hpp>
 #include <cronoq/task_failure.hpp>
 
+#include "ingestion.hpp"
 #include "recovery.hpp"
 #include "scheduler_state.hpp"
 #include "shutdown.hpp"
@@ -50,6 +51,11 @@ asio::awaitable<void> SchedulerCore::open() {
             throw;
         }
     }
+    // Clients committed something (docs/store.md, "Clients"): a pass is
+    // posted; the store's thread never waits for it.
+    handlers.on_inbox = [link = d.link()] {
+        link->with_state([](State& s) { Ingestion(s).wake(); });
+    };
     d.journal().lead(std::move(handlers));
     auto leading = d.leading();
     co_await leading->async_wait(asio::use_awaitable);

@@ -35,7 +35,8 @@ struct Submission {
     std::optional<std::pair<SubmitError, std::string>> refused;
     /// AdmitMode::Replacing: the ended task it replaces.
     TaskId replaces{};
-    /// AdmitMode::Restoring: the stored row it comes back from.
+    /// AdmitMode::Restoring: the stored row it comes back from;
+    /// AdmitMode::Ingesting: the row a client committed (its id is the task's).
     const store::TaskRow* row = nullptr;
 
     /// Has `encoder` make the bytes, if they are needed; `refused` on failure.
@@ -57,6 +58,10 @@ enum class AdmitMode : std::uint8_t {
     All,        ///< every one or none (the first refusal is every one's)
     Replacing,  ///< each in place of its ended task `replaces` (retry): its key moves along
     Restoring,  ///< each back from its stored row, with its id and status (recovery)
+    /// A client's row (one task), or a client's batch whole (as `All`),
+    /// with the row's id; the row is in the store already, so only the
+    /// engine's transitions are written (docs/store.md, "Clients").
+    Ingesting,
 };
 
 /// A group of submissions handed to `admit`, read in order: `at(i)` may

@@ -194,6 +194,8 @@ CommitPipeline::LeadPace CommitPipeline::start_pace() const {
     pace.last_renewal = steady_clock::now();
     pace.next_prune = steady_clock::now();
     pace.backoff = std::chrono::milliseconds(2);
+    pace.inbox_every = backend_.inbox_poll();
+    pace.next_inbox_look = steady_clock::now();
     return pace;
 }
 
@@ -276,6 +278,18 @@ void CommitPipeline::report_commit(LeadPace& pace, steady_clock::time_point star
     }
 }
 
+void CommitPipeline::look_at_inbox(LeadPace& pace) {
+    pace.next_inbox_look = steady_clock::now() + pace.inbox_every;
+    bool signalled = false;
+    try {
+        signalled = backend_.inbox_signalled();
+    } catch (const StoreError&) {
+        // Asked again at the next look; a store that stays away shows in
+        // the commits, which fail and are reported.
+    }
+    if (signalled && handlers_.on_inbox) handlers_.on_inbox();
+}
+
 void CommitPipeline::lead_loop(std::uint64_t epoch) {
     LeadPace pace = start_pace();
     for (;;) {
@@ -283,10 +297,19 @@ void CommitPipeline::lead_loop(std::uint64_t epoch) {
         bool releasing = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_until(lock, std::min(pace.last_renewal + pace.renew_every, pace.next_prune),
-                             [&] { return !queue_.empty() || release_requested_; });
+            auto until = std::min(pace.last_renewal + pace.renew_every, pace.next_prune);
+            if (pace.inbox_every.count() > 0) until = std::min(until, pace.next_inbox_look);
+            wake_.wait_until(lock, until, [&] { return !queue_.empty() || release_requested_; });
             group = take_group();
             releasing = release_requested_ && queue_.empty();
+        }
+        if (pace.inbox_every.count() > 0 && !releasing && steady_clock::now() >= pace.next_inbox_look) {
+            look_at_inbox(pace);
+            // on_inbox may have queued what it made of the entries.
+            if (group.empty()) {
+                std::lock_guard lock(mutex_);
+                group = take_group();
+            }
         }
         const steady_clock::time_point start = steady_clock::now();
         const bool pruning = group.empty() && !releasing && start >= pace.next_prune;

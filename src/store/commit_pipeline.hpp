@@ -72,6 +72,15 @@ public:
 
     /// Leadership ended, whatever the reason, just before `on_lost`.
     virtual void stopped() {}
+
+    /// While leading: how often the store's thread asks `inbox_signalled`
+    /// when it has nothing to commit (zero: never).
+    virtual std::chrono::nanoseconds inbox_poll() const { return std::chrono::nanoseconds(0); }
+    /// Cheap: whether another connection committed since the last call (or
+    /// since `recover`) and the inbox holds entries, so `on_inbox` is due
+    /// (docs/store.md, "Clients"). A commit of the leader's own never
+    /// signals. Throws StoreError (asked again at the next poll).
+    virtual bool inbox_signalled() { return false; }
 };
 
 struct PipelineConfig {
@@ -119,7 +128,11 @@ private:
         std::chrono::steady_clock::time_point next_prune;
         std::optional<std::chrono::steady_clock::time_point> failing_since;
         std::chrono::nanoseconds backoff{0};
+        std::chrono::nanoseconds inbox_every{0};  ///< zero: the backend signals nothing
+        std::chrono::steady_clock::time_point next_inbox_look;
     };
+    /// Asks the backend whether clients committed, and calls `on_inbox`.
+    void look_at_inbox(LeadPace& pace);
     LeadPace start_pace() const;
     /// One transaction for `group`, of its net changes; adds the group's
     /// changes to `changes` and the net ones to `written`.

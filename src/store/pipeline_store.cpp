@@ -14,6 +14,11 @@ LeaseView PipelineStore::read_lease() const {
     return lease_row();
 }
 
+std::vector<InboxEntry> PipelineStore::read_inbox(std::size_t limit) const {
+    std::lock_guard lock(inspection_mutex_);
+    return inbox_rows(limit);
+}
+
 std::optional<StoredTask> PipelineStore::get_task(const TaskRef& task) const {
     auto row = read_task(task);
     if (!row) return std::nullopt;

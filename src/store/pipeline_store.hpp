@@ -28,6 +28,7 @@ public:
     Figures figures() const final { return pipeline_.figures(); }
     std::optional<TaskRow> read_task(const TaskRef& task) const final;
     LeaseView read_lease() const final;
+    std::vector<InboxEntry> read_inbox(std::size_t limit) const final;
 
     // cronoq::Store's inspection members.
     std::optional<StoredTask> get_task(const TaskRef& task) const;
@@ -48,6 +49,7 @@ protected:
     // a time.
     virtual std::optional<TaskRow> find_row(const TaskRef& task) const = 0;
     virtual LeaseView lease_row() const = 0;
+    virtual std::vector<InboxEntry> inbox_rows(std::size_t limit) const = 0;
     virtual std::vector<TaskRow> list_rows(TaskStatus status, std::size_t limit) const = 0;
     /// The plan's walks in one read transaction, their rows together.
     virtual std::vector<TaskRow> query_rows(const TaskQueryPlan& plan) const = 0;

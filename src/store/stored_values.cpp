@@ -51,6 +51,15 @@ std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attemp
     return UnreadableRow{TaskId{static_cast<std::uint64_t>(id)}, static_cast<std::uint32_t>(attempt), std::move(why)};
 }
 
+bool key_holds(const std::string& status, WallTime updated_at, std::optional<std::chrono::nanoseconds> retention,
+               WallTime now) {
+    const auto parsed = status_from_string(status);
+    // A status this build does not know is live to it: the leader fails it
+    // at recovery, and only then it has ended.
+    if (!parsed || !is_terminal(*parsed)) return true;
+    return retention && updated_at >= age_cutoff(now, *retention);
+}
+
 Priority priority_of_options(const std::string& options) {
     // The scheduler writes {"priority": <class index>, ...}
     // (src/driver/task_options.cpp); anything else reads as Normal, as a

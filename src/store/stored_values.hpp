@@ -27,6 +27,13 @@ const std::string& terminal_status_list();
 /// not know; empty for a known status.
 std::optional<UnreadableRow> unknown_status(std::int64_t id, std::int64_t attempt, const std::string& status);
 
+/// Whether the newest row holding a key (its stored status, read or not,
+/// and when it was last updated) resolves a client's submission of that key
+/// to itself: it is live, or ended within `retention` before `now` (none
+/// written yet: only live rows hold; docs/store.md, "Clients").
+bool key_holds(const std::string& status, WallTime updated_at, std::optional<std::chrono::nanoseconds> retention,
+               WallTime now);
+
 /// The priority class in a row's options; Normal when they name none.
 Priority priority_of_options(const std::string& options);
 

@@ -1,7 +1,9 @@
 // The modes a child process of test_store runs in (`test_store --child
 // <mode> key=value...`): `leader` (conformance/leader_process.hpp) on a
-// SQLite file, with an optional file-size limit, and `open`, which reports
+// SQLite file, with an optional file-size limit, `client`
+// (conformance/client_process.hpp), and `open`, which reports
 //   O / F <kind> <message>  the store opened / failed to open
+#include "conformance/client_process.hpp"
 #include "conformance/leader_process.hpp"
 
 #include <cronoq/store/sqlite_store.hpp>
@@ -58,6 +60,10 @@ int child_main(int argc, char** argv) {
     const std::string mode = argc > 2 ? argv[2] : "";
     if (mode == "leader") return leader_mode(parse_child_args(argc, argv));
     if (mode == "open") return open_mode(parse_child_args(argc, argv));
+    if (mode == "client") {
+        const ChildArgs args = parse_child_args(argc, argv);
+        return client_child(args, [&] { return SqliteStore::open(args.at("file")); });
+    }
     std::fprintf(stderr, "unknown child mode %s\n", mode.c_str());
     return 2;
 }

@@ -3,6 +3,7 @@
 #include "store_support.hpp"
 
 #include <cronoq/config_error.hpp>
+#include <cronoq/store/client_access.hpp>
 
 #include <gtest/gtest.h>
 
@@ -46,7 +47,32 @@ TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
     EXPECT_EQ(mode_of(file.string() + "-shm"), 0600u);
     RawDb raw(file);
     EXPECT_EQ(raw.query_int("PRAGMA application_id"), 0x43524E51);
-    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 3);
+}
+
+// Schema version 3 added the clients' tables (docs/store.md, "Clients"): a
+// version 2 store migrates at open, keeps its rows, and hands client ids
+// out from the client range.
+TEST(SqliteOpen, AStoreOfSchemaVersionTwoMigratesToThree) {
+    ScratchDir dir;
+    const auto file = dir.file("s.db");
+    {
+        Reports reports;
+        auto store = SqliteStore::open(file);
+        store->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+    }
+    RawDb(file).exec("DROP TABLE inbox; DROP TABLE shard_config; DELETE FROM meta WHERE name = 'next_client_id'; "
+                     "PRAGMA user_version = 2");
+    auto store = SqliteStore::open(file);
+    RawDb raw(file);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 3);
+    EXPECT_EQ(raw.query_int("SELECT value FROM meta WHERE name = 'next_client_id'"),
+              static_cast<std::int64_t>(store::first_client_task_id));
+    ASSERT_TRUE(store->get_task(TaskId{1}));
+    const auto got = store->client_access().submit({task_row(0)});
+    EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
+    EXPECT_EQ(store->journal().read_inbox(10).size(), 1u);
 }
 
 TEST(SqliteOpen, ReopensAnExistingStore) {

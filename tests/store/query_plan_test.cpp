@@ -72,14 +72,16 @@ TEST(SqliteQueryPlan, AStoreOfSchemaVersionOneMigratesAndKeepsItsRows) {
         ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(2))));
     }
     {
-        // Back to version 1 as it was written: no fair_key, no query indexes.
+        // Back to version 1 as it was written: no fair_key, no query
+        // indexes, none of version 3's client tables.
         RawDb raw(file);
         raw.exec("DROP INDEX tasks_by_pool; DROP INDEX tasks_by_fair_key; "
-                 "ALTER TABLE tasks DROP COLUMN fair_key; PRAGMA user_version = 1");
+                 "ALTER TABLE tasks DROP COLUMN fair_key; DROP TABLE inbox; DROP TABLE shard_config; "
+                 "DELETE FROM meta WHERE name = 'next_client_id'; PRAGMA user_version = 1");
     }
     auto store = SqliteStore::open(file);
     RawDb raw(file);
-    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 3);
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN "
                             "('tasks_by_pool', 'tasks_by_fair_key')"),
               2);

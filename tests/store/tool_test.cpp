@@ -30,10 +30,15 @@ std::string slurp(const std::filesystem::path& file) {
     return text.str();
 }
 
-ToolRun run_tool(const ScratchDir& dir, std::vector<std::string> args) {
-    const auto out = dir.file("tool.out"), err = dir.file("tool.err");
+/// Runs the tool with `args`, and with `input` as its stdin when given.
+ToolRun run_tool(const ScratchDir& dir, std::vector<std::string> args, const std::optional<std::string>& input = {}) {
+    const auto out = dir.file("tool.out"), err = dir.file("tool.err"), in = dir.file("tool.in");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    if (input) {
+        std::ofstream(in) << *input;
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in.c_str(), O_RDONLY, 0);
+    }
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     args.insert(args.begin(), CRONOQ_STORE_TOOL);
@@ -133,7 +138,7 @@ TEST_F(ToolTest, StatsCountsTasksByStatusWhileALeaderRuns) {
     const auto stats = nlohmann::json::parse(run.out);
     EXPECT_EQ(stats["tasks"], 4);
     EXPECT_EQ(stats["tasks_by_status"]["dead_lettered"], 2);
-    EXPECT_EQ(stats["schema_version"], 2);
+    EXPECT_EQ(stats["schema_version"], 3);
     EXPECT_EQ(stats["leader"]["epoch"], 1);
     EXPECT_FALSE(stats["leader"]["holder"].is_null());
     const ToolRun text = run_tool(dir, {"--store", file(), "stats"});
@@ -331,6 +336,69 @@ TEST_F(ToolTest, ListFiltersAndPages) {
     const auto second = ids({"--limit", "3", "--cursor", cursor});
     EXPECT_EQ(second.first, (V{1}));
     EXPECT_EQ(second.second.find("more:"), std::string::npos) << second.second;
+}
+
+// submit and cancel are a client of the store (docs/store.md, cronoq-store):
+// the fixture's leader takes nothing up, so the rows read as committed.
+TEST_F(ToolTest, SubmitCommitsATaskAsAClientAndPrintsItsId) {
+    const ToolRun run = run_tool(dir, {"--store", file(), "submit", R"({"n": 1})", "--pool", "p", "--key", "job-1",
+                                       "--priority", "high", "--kind", "mail"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const std::uint64_t id = std::stoull(run.out);
+    EXPECT_GE(id, std::uint64_t{1} << 48) << "an id from the client range";
+    const auto row = store->get_task(TaskRef(TaskId{id}));
+    ASSERT_TRUE(row.has_value());
+    EXPECT_EQ(row->key, "job-1");
+    EXPECT_EQ(row->pool, "p");
+    EXPECT_EQ(row->kind, "mail");
+    EXPECT_EQ(row->status, TaskStatus::Ready);
+    EXPECT_EQ(row->priority, Priority::High);
+    EXPECT_EQ(row->payload, R"({"n":1})") << "compact JSON text";
+
+    // The same key again gives the same task; --json prints an object.
+    const ToolRun again = run_tool(dir, {"--store", file(), "--json", "submit", "[2]", "--pool", "p", "--key", "job-1"});
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(nlohmann::json::parse(again.out).at("id").get<std::uint64_t>(), id);
+}
+
+TEST_F(ToolTest, SubmitReadsThePayloadFromStdin) {
+    for (const std::vector<std::string> args : {std::vector<std::string>{"--store", file(), "submit", "-", "--pool", "p"},
+                                                std::vector<std::string>{"--store", file(), "submit", "--pool", "p"}}) {
+        const ToolRun run = run_tool(dir, args, std::string("{\"from\": \"stdin\"}\n"));
+        ASSERT_EQ(run.status, 0) << run.err;
+        EXPECT_EQ(store->get_task(TaskRef(TaskId{std::stoull(run.out)}))->payload, R"({"from":"stdin"})");
+    }
+}
+
+TEST_F(ToolTest, SubmitAndCancelRefuseBadArgumentsAndNameWhy) {
+    const auto usage = [&](std::vector<std::string> args, const std::string& says) {
+        args.insert(args.begin(), {"--store", file()});
+        const ToolRun run = run_tool(dir, args, std::string());
+        EXPECT_EQ(run.status, 2) << run.err;
+        EXPECT_NE(run.err.find(says), std::string::npos) << run.err;
+    };
+    usage({"submit", "{}"}, "--pool");
+    usage({"submit", "{not json", "--pool", "p"}, "not JSON");
+    usage({"submit", "{}", "--pool", "p", "--priority", "urgent"}, "--priority");
+    usage({"submit", "{}", "--pool", "p", "--bogus", "1"}, "--bogus");
+    usage({"cancel"}, "cancel takes one id or key");
+    const ToolRun no_pool = run_tool(dir, {"--store", file(), "submit", "{}", "--pool", ""});
+    EXPECT_EQ(no_pool.status, 1) << no_pool.err;
+    EXPECT_NE(no_pool.err.find("not submitted: invalid"), std::string::npos) << no_pool.err;
+}
+
+TEST_F(ToolTest, CancelCommitsACancelForATaskThatHasNotEnded) {
+    const ToolRun submitted = run_tool(dir, {"--store", file(), "submit", "{}", "--pool", "p", "--key", "to-cancel"});
+    ASSERT_EQ(submitted.status, 0) << submitted.err;
+    const ToolRun run = run_tool(dir, {"--store", file(), "--json", "cancel", "to-cancel"});
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out), (nlohmann::json{{"cancelled", true}}));
+    // By id, too (task 3 is running); an ended or unknown task has nothing to cancel.
+    EXPECT_EQ(run_tool(dir, {"--store", file(), "cancel", "3"}).status, 0);
+    const ToolRun ended = run_tool(dir, {"--store", file(), "cancel", "1"});
+    EXPECT_EQ(ended.status, 1);
+    EXPECT_NE(ended.err.find("no task"), std::string::npos) << ended.err;
+    EXPECT_EQ(run_tool(dir, {"--store", file(), "cancel", "no-such-key"}).status, 1);
 }
 
 }  // namespace

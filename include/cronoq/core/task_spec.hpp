@@ -96,6 +96,10 @@ struct EngineConfig {
     /// necessarily these exactly. 0 means 1 (0 is never an id).
     std::uint64_t first_task_id = 1;
     std::uint64_t first_lease_id = 1;
+    /// Ids at and above this one are handed out by another party (a
+    /// store's clients, docs/store.md "Clients"), never by the counters:
+    /// restoring or admitting a task with such an id does not move them.
+    std::uint64_t given_ids_from = UINT64_MAX;
 };
 
 struct TaskSpec {
@@ -131,6 +135,10 @@ struct TaskSpec {
     /// engine and handed back in every action about the task, so that its
     /// owner needs no map from task id to what it keeps.
     std::uint64_t user = 0;
+    /// An id another party handed out (a store's client, docs/store.md
+    /// "Clients"): the task is admitted with it instead of the counter's
+    /// next; `Invalid` when a live or retained task has it. 0: the next.
+    TaskId given_id{};
     /// The tenant it counts against (docs/design.md#fair-sharing): between
     /// the ready tasks of a pool and class, dispatches go to fair keys in
     /// proportion to their weights. Empty: the key "", shared by every task

@@ -98,8 +98,47 @@ struct HighWaterMarks {
     std::uint64_t next_lease_id = 0;
 };
 
+// ---- clients (docs/store.md, "Clients") --------------------------------------
+
+/// What a shard's leader writes when it starts leading, so that clients can
+/// check a task before they commit it: `body` is JSON text the scheduler
+/// encodes (pools, kinds, resources, labels, retention).
+struct ShardConfig {
+    std::string shard;
+    std::string body;
+    WallTime written_at;
+    /// The leader's retention (`Builder::retention`): a key that a
+    /// task ended at most this long ago holds resolves to that task when a
+    /// client submits (docs/store.md, "Clients"). Kept apart from `body` so
+    /// that the store need not parse it.
+    std::chrono::nanoseconds retention{0};
+};
+
+/// Replaces the configuration of `config.shard`.
+struct ConfigWritten {
+    ShardConfig config;
+};
+
+/// Something a client committed for a leader to take up.
+struct InboxEntry {
+    enum class Op : std::uint8_t { Submit, Cancel };
+    /// Increasing in commit order among the entries one read returns.
+    std::uint64_t seq = 0;
+    Op op = Op::Submit;
+    TaskId task{};
+    /// `Submit`: the row as the client committed it.
+    std::optional<TaskRow> row;
+};
+
+/// The leader took these entries up: they are removed in the transaction
+/// that commits what the leader made of them, so that each is taken exactly
+/// once across failovers.
+struct InboxTaken {
+    std::vector<std::uint64_t> seqs;
+};
+
 using Change = std::variant<TaskInserted, TaskTransition, TaskKeyReleased, RecurringPut, RecurringRemoved,
-                            RecurringFired, HighWaterMarks>;
+                            RecurringFired, HighWaterMarks, ConfigWritten, InboxTaken>;
 
 /// Changes committed together, in order, in one write transaction (with
 /// whatever other batches were queued at the time).
@@ -162,6 +201,11 @@ struct Recovered {
     HighWaterMarks marks;
     /// The fencing epoch this process leads in (1 for the first leader).
     std::uint64_t epoch = 0;
+    /// What clients committed and no leader took up yet, in commit order.
+    /// The rows of its submissions are in `tasks` too (they are not
+    /// terminal): a new leader restores them with the rest and takes the
+    /// entries up in its first commit.
+    std::vector<InboxEntry> inbox;
 };
 
 enum class LostReason {
@@ -191,6 +235,10 @@ struct LeadHandlers {
     /// Once: leadership ended (or `release()` ended the wait for it). No
     /// report follows; nothing is written again.
     std::function<void(const LeadershipLost&)> on_lost;
+    /// While leading: a client may have committed something for the leader
+    /// (a notification on PostgreSQL, a change of the file on SQLite, or the
+    /// slow safety poll). The leader then calls `read_inbox`.
+    std::function<void()> on_inbox;
 };
 
 /// The lease as the store holds it at one instant (`Journal::read_lease`).
@@ -253,6 +301,11 @@ public:
     /// the leader (docs/remote.md, Redirects). Reads on the calling thread,
     /// like `read_task`; throws StoreError when the store cannot be read.
     virtual LeaseView read_lease() const = 0;
+    /// Up to `limit` entries that clients committed and no commit of a
+    /// leader took up yet, in commit order. Reads on the calling thread, like
+    /// `read_task`; entries already taken but not yet committed come again
+    /// (the caller skips those it holds).
+    virtual std::vector<InboxEntry> read_inbox(std::size_t limit) const = 0;
 
     /// The largest payload or output (encoded bytes) the store accepts in a
     /// row. The scheduler refuses larger ones (`SubmitError::Invalid`, a

@@ -49,6 +49,7 @@ public:
     TaskPage query(const TaskQuery& query) const override;
     std::size_t prune(std::chrono::nanoseconds older_than) override;
     store::Journal& journal() override;
+    store::ClientAccess& client_access() override;
 
     const std::filesystem::path& path() const;
 

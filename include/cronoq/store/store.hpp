@@ -20,6 +20,7 @@
 namespace cronoq {
 
 namespace store {
+class ClientAccess;
 class Journal;
 }
 
@@ -83,6 +84,10 @@ public:
     /// For the scheduler's use (`<cronoq/store/journal.hpp>`): the commit
     /// pipeline, leadership and recovery. Lives as long as the store.
     virtual store::Journal& journal() = 0;
+
+    /// For `cronoq::Client`'s use (`<cronoq/store/client_access.hpp>`):
+    /// submissions, cancels and results of processes that do not lead.
+    virtual store::ClientAccess& client_access() = 0;
 
 protected:
     Store() = default;

@@ -143,6 +143,25 @@ void ChangeStatements::add(const Change& change) {
                                          " SET value = greatest(value, CASE name WHEN 'next_task_id' THEN $1::bigint "
                                          "ELSE $2::bigint END) WHERE name IN ('next_task_id', 'next_lease_id')",
                                      {Param(to_int64(c.next_task_id)), Param(to_int64(c.next_lease_id))}});
+            } else if constexpr (std::is_same_v<C, ConfigWritten>) {
+                const ShardConfig& config = c.config;
+                out_.push_back(Query{"INSERT INTO " + n.shard_config +
+                                         " (shard, body, retention, written_at) VALUES ($1, $2, $3, $4) "
+                                         "ON CONFLICT (shard) DO UPDATE SET body = excluded.body, "
+                                         "retention = excluded.retention, written_at = excluded.written_at",
+                                     {Param(config.shard), Param(config.body),
+                                      Param(static_cast<std::int64_t>(config.retention.count())),
+                                      Param(to_stored(config.written_at))}});
+            } else if constexpr (std::is_same_v<C, InboxTaken>) {
+                // An entry already gone (taken by a commit that was retried)
+                // deletes nothing: each is taken once.
+                std::string seqs = "{";
+                for (const std::uint64_t seq : c.seqs) {
+                    if (seqs.size() > 1) seqs += ',';
+                    seqs += std::to_string(to_int64(seq));
+                }
+                seqs += '}';
+                out_.push_back(Query{"DELETE FROM " + n.inbox + " WHERE seq = ANY($1::bigint[])", {Param(seqs)}});
             }
             // TaskInserted and TaskTransition joined the run above.
         },

@@ -66,6 +66,13 @@ std::optional<std::uint64_t> PostgresStore::Impl::try_take_over(nanoseconds&) {
 
 Recovered PostgresStore::Impl::recover(std::uint64_t epoch, WallTime terminal_since) {
     try {
+        listener = std::make_unique<Connection>(conninfo, nanoseconds(0));
+        listener->exec("LISTEN cronoq_inbox");
+    } catch (const StoreError&) {
+        listener.reset();  // made again at the first look at the inbox, which then reads it
+    }
+    next_inbox_poll_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    try {
         writer->exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
         Result row = writer->exec("SELECT epoch FROM " + names->leader + " WHERE id = 1 FOR UPDATE");
         if (row.rows() != 1 || static_cast<std::uint64_t>(row.int64(0, 0)) != epoch)
@@ -82,6 +89,41 @@ Recovered PostgresStore::Impl::recover(std::uint64_t epoch, WallTime terminal_si
         throw;
     }
 }
+
+bool PostgresStore::Impl::inbox_signalled() {
+    const auto now = std::chrono::steady_clock::now();
+    bool due = false;
+    if (!listener || !listener->alive()) {
+        // Whatever was notified while it was away is read now.
+        listener.reset();
+        auto made = std::make_unique<Connection>(conninfo, nanoseconds(0));
+        made->exec("LISTEN cronoq_inbox");
+        listener = std::move(made);
+        due = true;
+    } else {
+        // A read of what the socket holds, without waiting: cheap enough
+        // every millisecond. Notifications of other schemas are dropped.
+        due = listener->take_notifications("cronoq_inbox", names->schema) > 0;
+    }
+    if (!due && now < next_inbox_poll_) return false;
+    next_inbox_poll_ = now + std::chrono::seconds(1);
+    return listener->exec("SELECT EXISTS (SELECT 1 FROM " + names->inbox + ")").boolean(0, 0);
+}
+
+namespace {
+
+/// Whether a commit of these batches ends a task: clients' watches are
+/// then notified (cronoq_ends).
+bool ends_tasks(const std::vector<const Batch*>& batches) {
+    for (const Batch* batch : batches)
+        for (const Change& change : batch->changes) {
+            if (const auto* t = std::get_if<TaskTransition>(&change); t && is_terminal(t->status)) return true;
+            if (const auto* i = std::get_if<TaskInserted>(&change); i && is_terminal(i->row.status)) return true;
+        }
+    return false;
+}
+
+}  // namespace
 
 std::size_t PostgresStore::Impl::commit(const Transaction& t) {
     const Names& n = *names;
@@ -107,6 +149,8 @@ std::size_t PostgresStore::Impl::commit(const Transaction& t) {
         for (const Batch* batch : t.batches)
             for (const Change& change : batch->changes) statements.add(change);
         statements.finish();
+        // Delivered at COMMIT, to every watch of the schema's clients.
+        if (ends_tasks(t.batches)) queries.push_back(Query{"SELECT pg_notify('cronoq_ends', $1)", {Param(n.schema)}});
         if (t.prune_before)
             queries.push_back(Query{prune_sql(n), {Param(to_stored(*t.prune_before)),
                                                    Param(static_cast<std::int64_t>(t.prune_limit))}});

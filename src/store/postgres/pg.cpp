@@ -206,6 +206,18 @@ std::vector<Result> Connection::pipeline(const std::vector<Query>& queries) {
     return results;
 }
 
+int Connection::socket() const { return PQsocket(conn_); }
+
+std::size_t Connection::take_notifications(std::string_view channel, std::string_view payload) {
+    if (PQconsumeInput(conn_) != 1) fail("cannot read notifications");
+    std::size_t count = 0;
+    while (PGnotify* notify = PQnotifies(conn_)) {
+        if (channel == notify->relname && payload == notify->extra) ++count;
+        PQfreemem(notify);
+    }
+    return count;
+}
+
 std::string Connection::identifier(const std::string& name) const {
     char* quoted = PQescapeIdentifier(conn_, name.data(), name.size());
     if (!quoted) fail("cannot quote the identifier");

@@ -4,6 +4,7 @@
 #include <cronoq/store/store.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -83,6 +84,13 @@ public:
     /// buffers fill) and returns their results in order; throws the first
     /// error (the statements after it did not run).
     std::vector<Result> pipeline(const std::vector<Query>& queries);
+
+    /// The connection's socket, to wait on for notifications.
+    int socket() const;
+    /// Reads what the server sent, without waiting, and returns how many
+    /// notifications (`LISTEN`) on `channel` with `payload` arrived; throws
+    /// StoreError when the connection is gone.
+    std::size_t take_notifications(std::string_view channel, std::string_view payload);
 
     /// `name` quoted as an SQL identifier.
     std::string identifier(const std::string& name) const;

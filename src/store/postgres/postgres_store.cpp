@@ -37,6 +37,7 @@ std::shared_ptr<PostgresStore> PostgresStore::connect(std::string conninfo, Post
     check_schema_length(*impl->inspection, config.schema);
     impl->names = std::make_unique<Names>(*impl->inspection, config.schema);
     migrate(*impl->inspection, *impl->names);
+    impl->clients = std::make_unique<PostgresClientAccess>(impl->conninfo, *impl->names, config.connect_timeout);
     return std::shared_ptr<PostgresStore>(new PostgresStore(std::move(impl)));
 }
 
@@ -67,6 +68,10 @@ store::LeaseView PostgresStore::Impl::lease_row() const {
     return {static_cast<std::uint64_t>(r.int64(0, 0)), r.boolean(0, 1)};
 }
 
+std::vector<store::InboxEntry> PostgresStore::Impl::inbox_rows(std::size_t limit) const {
+    return store::postgres::read_inbox(inspection_connection(), *names, limit);
+}
+
 std::vector<store::TaskRow> PostgresStore::Impl::list_rows(TaskStatus status, std::size_t limit) const {
     return list_tasks(inspection_connection(), *names, status, limit);
 }
@@ -90,6 +95,8 @@ TaskPage PostgresStore::query(const TaskQuery& query) const { return impl_->quer
 std::size_t PostgresStore::prune(std::chrono::nanoseconds older_than) { return impl_->prune(older_than); }
 
 store::Journal& PostgresStore::journal() { return *impl_; }
+
+store::ClientAccess& PostgresStore::client_access() { return *impl_->clients; }
 
 const std::string& PostgresStore::schema() const { return impl_->config.schema; }
 

@@ -20,9 +20,7 @@ std::int64_t lock_key_of(const std::string& schema) {
     return static_cast<std::int64_t>(hash);
 }
 
-constexpr const char* task_columns =
-    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output, "
-    "fair_key";
+}  // namespace
 
 TaskRow read_row(const Result& r, int i, const Names& names) {
     TaskRow row;
@@ -53,6 +51,8 @@ TaskRow read_row(const Result& r, int i, const Names& names) {
     row.fair_key = r.optional_text(i, 13);
     return row;
 }
+
+namespace {
 
 std::string schema_v1(const Names& n) {
     std::string sql;
@@ -89,6 +89,23 @@ std::string migrate_v1_to_v2(const Names& n) {
     sql += " (fair_key, id) WHERE fair_key IS NOT NULL;";
     sql += "UPDATE " + n.meta;
     sql += " SET value = 2 WHERE name = 'schema_version';";
+    return sql;
+}
+
+/// Version 3: clients (docs/postgres.md, "Clients"): the inbox a leader
+/// takes client submissions and cancels from (seqs in commit order: the
+/// transactions that add entries are serialized, see client_access.cpp),
+/// the shards' configurations and the next id of the client range (2^48).
+std::string migrate_v2_to_v3(const Names& n) {
+    std::string sql = "CREATE TABLE " + n.inbox;
+    sql += " (seq bigserial PRIMARY KEY, op text NOT NULL, task_id bigint NOT NULL, shard text NOT NULL, "
+           "committed_at bigint NOT NULL);";
+    sql += "CREATE TABLE " + n.shard_config;
+    sql += " (shard text PRIMARY KEY, body text NOT NULL, retention bigint NOT NULL, written_at bigint NOT NULL);";
+    sql += "INSERT INTO " + n.meta;
+    sql += " (name, value) VALUES ('next_client_id', 281474976710656);";
+    sql += "UPDATE " + n.meta;
+    sql += " SET value = 3 WHERE name = 'schema_version';";
     return sql;
 }
 
@@ -167,6 +184,8 @@ Names::Names(const Connection& connection, const std::string& name)
     recurring = quoted + ".recurring";
     meta = quoted + ".meta";
     leader = quoted + ".leader";
+    inbox = quoted + ".inbox";
+    shard_config = quoted + ".shard_config";
 }
 
 std::string lease_expiry(int n) {
@@ -203,6 +222,10 @@ void migrate(Connection& c, const Names& n) {
         if (version == 1) {
             c.exec(migrate_v1_to_v2(n));
             version = 2;
+        }
+        if (version == 2) {
+            c.exec(migrate_v2_to_v3(n));
+            version = 3;
         }
     });
 }
@@ -305,6 +328,7 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
         out.recurring.push_back(std::move(row));
     }
     out.marks = read_marks(c, n);
+    out.inbox = read_inbox(c, n, std::numeric_limits<std::size_t>::max());
     return out;
 }
 

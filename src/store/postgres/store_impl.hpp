@@ -7,6 +7,7 @@
 #include "../store_stats.hpp"
 #include "../stored_values.hpp"
 #include "../task_query_plan.hpp"
+#include "client_access.hpp"
 #include "pg.hpp"
 
 #include <cronoq/store/journal.hpp>
@@ -23,14 +24,14 @@
 
 namespace cronoq::store::postgres {
 
-inline constexpr std::int64_t schema_version = 2;
+inline constexpr std::int64_t schema_version = 3;
 
 /// The store's tables, qualified with its quoted schema, and its lock key.
 struct Names {
     Names(const Connection& connection, const std::string& schema);
     std::string schema;  ///< unquoted
     std::string quoted;
-    std::string tasks, recurring, meta, leader;
+    std::string tasks, recurring, meta, leader, inbox, shard_config;
     /// The advisory lock the leader's session holds (derived from the schema).
     std::int64_t lock_key = 0;
 };
@@ -71,6 +72,19 @@ private:
     bool joins_by_index_ = false;  ///< the transaction's UPDATEs look tasks up by id
 };
 
+/// The columns every task read selects, in `read_row`'s order.
+inline constexpr const char* task_columns =
+    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output, "
+    "fair_key";
+/// Row `i` of `r`, columns 0 to 13 (`task_columns`). Throws Corrupt for a
+/// status this build does not know.
+TaskRow read_row(const Result& r, int i, const Names& names);
+
+/// Clients' inbox entries, oldest first (inbox.cpp; docs/postgres.md,
+/// "Clients"), each submission with its task's row as stored now.
+std::vector<InboxEntry> read_inbox(Connection& connection, const Names& names, std::size_t limit);
+std::vector<ShardConfig> read_configs(Connection& connection, const Names& names);
+
 std::optional<TaskRow> find_task(Connection& connection, const Names& names, const TaskRef& task);
 std::vector<TaskRow> list_tasks(Connection& connection, const Names& names, TaskStatus status, std::size_t limit);
 /// The plan's walks in one read-only transaction of its own.
@@ -104,7 +118,12 @@ struct PostgresStore::Impl final : store::PipelineStore {
     store::Recovered recover(std::uint64_t epoch, store::WallTime terminal_since) override;
     std::size_t commit(const store::Transaction& transaction) override;
     /// Gives the writer's session up: the advisory lock goes with it.
-    void stopped() override { writer.reset(); }
+    void stopped() override {
+        writer.reset();
+        listener.reset();
+    }
+    std::chrono::nanoseconds inbox_poll() const override { return std::chrono::milliseconds(1); }
+    bool inbox_signalled() override;
 
     const std::string conninfo;
     const PostgresStoreConfig config;
@@ -116,18 +135,27 @@ struct PostgresStore::Impl final : store::PipelineStore {
     mutable std::unique_ptr<store::postgres::Connection> inspection;
     /// Used by the store's thread only, once it runs.
     std::unique_ptr<store::postgres::Connection> writer;
+    std::unique_ptr<store::postgres::PostgresClientAccess> clients;
+    /// While leading, on the store's thread: `LISTEN cronoq_inbox`, made
+    /// before the recovery read so that no client commit after it goes
+    /// unnoticed; made again when the server dropped it.
+    std::unique_ptr<store::postgres::Connection> listener;
 
 private:
     store::postgres::Connection& inspection_connection() const;
     // store::PipelineStore's inspection queries (postgres_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
     store::LeaseView lease_row() const override;
+    std::vector<store::InboxEntry> inbox_rows(std::size_t limit) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
     std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;
     std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
 
     /// The lease statements of every commit, made at the first.
     std::string check_sql_, renew_sql_, give_up_sql_;
+    /// The next look at the inbox without a notification (a slow safety
+    /// net, should one be lost).
+    std::chrono::steady_clock::time_point next_inbox_poll_;
 };
 
 }  // namespace cronoq

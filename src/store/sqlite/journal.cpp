@@ -34,6 +34,8 @@ std::optional<std::uint64_t> SqliteStore::Impl::try_take_over(nanoseconds& next_
 
 Recovered SqliteStore::Impl::recover(std::uint64_t epoch, WallTime terminal_since) {
     Recovered recovered;
+    // Before the read: whatever clients commit after it signals the inbox.
+    seen_version_ = writer->query_int("PRAGMA data_version");
     {
         ReadTransaction read(*writer);
         recovered = load(*writer, terminal_since);
@@ -43,6 +45,14 @@ Recovered SqliteStore::Impl::recover(std::uint64_t epoch, WallTime terminal_sinc
     check_and_renew(*writer, epoch, system_clock::now(), config.leader_lease);
     transaction.commit();
     return recovered;
+}
+
+bool SqliteStore::Impl::inbox_signalled() {
+    // A read of the WAL index, no lock: cheap enough every millisecond.
+    const std::int64_t version = writer->query_int("PRAGMA data_version");
+    if (version == seen_version_) return false;
+    seen_version_ = version;
+    return writer->query_int("SELECT EXISTS (SELECT 1 FROM inbox)") != 0;
 }
 
 std::size_t SqliteStore::Impl::commit(const Transaction& t) {

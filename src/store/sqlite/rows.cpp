@@ -1,5 +1,7 @@
 #include "rows.hpp"
 
+#include "inbox.hpp"
+
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -8,14 +10,12 @@ namespace cronoq::store::sqlite {
 
 namespace {
 
-constexpr const char* task_columns =
-    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output, "
-    "fair_key";
-
 std::optional<WallTime> optional_time(const Statement& statement, int column) {
     if (statement.is_null(column)) return std::nullopt;
     return from_stored(statement.int64(column));
 }
+
+}  // namespace
 
 TaskRow read_row(const Statement& statement, const Connection& connection) {
     TaskRow row;
@@ -41,6 +41,8 @@ TaskRow read_row(const Statement& statement, const Connection& connection) {
     row.fair_key = statement.optional_text(13);
     return row;
 }
+
+namespace {
 
 std::optional<std::int64_t> optional_stored(const std::optional<WallTime>& time) {
     if (!time) return std::nullopt;
@@ -69,8 +71,13 @@ struct ChangeWriter::Statements {
                            "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition"),
           remove_recurring(c, "DELETE FROM recurring WHERE name = ?1"),
           fire_recurring(c, "UPDATE recurring SET last_fired = ?2 WHERE name = ?1"),
-          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1") {}
-    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark;
+          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1"),
+          put_config(c, "INSERT INTO shard_config (shard, body, retention, written_at) VALUES (?1, ?2, ?3, ?4) "
+                        "ON CONFLICT (shard) DO UPDATE SET body = excluded.body, retention = excluded.retention, "
+                        "written_at = excluded.written_at"),
+          take_entry(c, "DELETE FROM inbox WHERE seq = ?1") {}
+    Statement insert, transition, release_key, put_recurring, remove_recurring, fire_recurring, raise_mark, put_config,
+        take_entry;
 };
 
 ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
@@ -103,6 +110,14 @@ void ChangeWriter::apply(const Change& change) {
                 s.remove_recurring.bind(1, c.name).run();
             } else if constexpr (std::is_same_v<C, RecurringFired>) {
                 s.fire_recurring.bind(1, c.name).bind(2, to_stored(c.fired_at)).run();
+            } else if constexpr (std::is_same_v<C, ConfigWritten>) {
+                const ShardConfig& config = c.config;
+                s.put_config.bind(1, config.shard).bind(2, config.body).bind(3, std::int64_t{config.retention.count()});
+                s.put_config.bind(4, to_stored(config.written_at)).run();
+            } else if constexpr (std::is_same_v<C, InboxTaken>) {
+                // An entry already gone (taken by a commit that was retried)
+                // deletes nothing: each is taken once.
+                for (const std::uint64_t seq : c.seqs) s.take_entry.bind(1, to_int64(seq)).run();
             } else {
                 static_assert(std::is_same_v<C, HighWaterMarks>);
                 s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
@@ -182,6 +197,7 @@ Recovered load(Connection& connection, WallTime terminal_since) {
         out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
 
     out.marks = read_marks(connection);
+    out.inbox = read_inbox(connection, std::numeric_limits<std::size_t>::max());
     return out;
 }
 

@@ -30,6 +30,14 @@ private:
     std::unique_ptr<Statements> statements_;
 };
 
+/// The columns every task read selects, in `read_row`'s order.
+inline constexpr const char* task_columns =
+    "id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, payload, output, "
+    "fair_key";
+/// A task row from columns 0 to 13 of `statement` (`task_columns`). Throws
+/// Corrupt for a status this build does not know.
+TaskRow read_row(const Statement& statement, const Connection& connection);
+
 std::optional<TaskRow> find_task(Connection& connection, const TaskRef& task);
 std::vector<TaskRow> list_tasks(Connection& connection, TaskStatus status, std::size_t limit);
 /// The plan's walks in one read transaction of its own.

@@ -57,6 +57,28 @@ CREATE INDEX tasks_by_pool ON tasks (pool, status, id);
 CREATE INDEX tasks_by_fair_key ON tasks (fair_key, id) WHERE fair_key IS NOT NULL;
 )sql";
 
+// Version 3: clients (docs/store.md, "Clients"). `inbox` holds what
+// clients committed for a leader, in commit order (one writer at a time;
+// AUTOINCREMENT never hands a taken seq out again, so a leader never
+// mistakes a new entry for one it holds); `shard_config` what each shard's
+// leader wrote; `next_client_id` the next id of the client range (2^48).
+constexpr const char* migrate_v2_to_v3 = R"sql(
+CREATE TABLE inbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    op TEXT NOT NULL,
+    task_id INTEGER NOT NULL,
+    shard TEXT NOT NULL,
+    committed_at INTEGER NOT NULL
+);
+CREATE TABLE shard_config (
+    shard TEXT PRIMARY KEY,
+    body TEXT NOT NULL,
+    retention INTEGER NOT NULL,
+    written_at INTEGER NOT NULL
+);
+INSERT INTO meta (name, value) VALUES ('next_client_id', 281474976710656);
+)sql";
+
 struct Header {
     std::int64_t application_id;
     std::int64_t version;
@@ -128,6 +150,10 @@ void migrate(Connection& connection) {
         connection.exec(migrate_v1_to_v2);
         version = 2;
     }
+    if (version == 2) {
+        connection.exec(migrate_v2_to_v3);
+        version = 3;
+    }
     connection.exec(("PRAGMA application_id=" + std::to_string(cronoq_application_id)).c_str());
     connection.exec(("PRAGMA user_version=" + std::to_string(version)).c_str());
     transaction.commit();
@@ -136,7 +162,7 @@ void migrate(Connection& connection) {
 void check_tables(Connection& connection) {
     ReadTransaction read(connection);
     std::string missing;
-    for (const char* table : {"tasks", "recurring", "meta", "leader"}) {
+    for (const char* table : {"tasks", "recurring", "meta", "leader", "inbox", "shard_config"}) {
         Statement exists(connection, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1");
         if (exists.bind(1, std::string_view(table)).step()) continue;
         missing += missing.empty() ? "" : ", ";

@@ -1,5 +1,6 @@
 // SqliteStore: opening the file and the inspection members.
 #include "lease.hpp"
+#include "inbox.hpp"
 #include "rows.hpp"
 #include "schema.hpp"
 #include "store_impl.hpp"
@@ -35,6 +36,7 @@ std::shared_ptr<SqliteStore> SqliteStore::open(std::filesystem::path file, Sqlit
     migrate(*impl->writer);
     check_tables(*impl->writer);
     impl->inspection = std::make_unique<Connection>(impl->path, Connection::Mode::ReadWrite, busy_wait(config));
+    impl->clients = std::make_unique<SqliteClientAccess>(impl->path, busy_wait(config));
     // A value near SQLITE_LIMIT_LENGTH would fail its commit (and, retried,
     // every commit after it): such a value is refused before it is written.
     const int limit = sqlite3_limit(impl->writer->get(), SQLITE_LIMIT_LENGTH, -1);
@@ -53,6 +55,10 @@ std::optional<store::TaskRow> SqliteStore::Impl::find_row(const TaskRef& task) c
 store::LeaseView SqliteStore::Impl::lease_row() const {
     const store::LeaderRow row = store::sqlite::read_leader(*inspection);
     return {row.epoch, !store::sqlite::takeable(row, std::chrono::system_clock::now())};
+}
+
+std::vector<store::InboxEntry> SqliteStore::Impl::inbox_rows(std::size_t limit) const {
+    return store::sqlite::read_inbox(*inspection, limit);
 }
 
 std::vector<store::TaskRow> SqliteStore::Impl::list_rows(TaskStatus status, std::size_t limit) const {
@@ -78,6 +84,8 @@ TaskPage SqliteStore::query(const TaskQuery& query) const { return impl_->query(
 std::size_t SqliteStore::prune(std::chrono::nanoseconds older_than) { return impl_->prune(older_than); }
 
 store::Journal& SqliteStore::journal() { return *impl_; }
+
+store::ClientAccess& SqliteStore::client_access() { return *impl_->clients; }
 
 const std::filesystem::path& SqliteStore::path() const { return impl_->path; }
 

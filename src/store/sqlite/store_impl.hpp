@@ -3,6 +3,7 @@
 // database half of the store's thread (store::CommitBackend) under the
 // backend-neutral store::PipelineStore.
 #include "../pipeline_store.hpp"
+#include "client_access.hpp"
 #include "connection.hpp"
 #include "rows.hpp"
 
@@ -31,6 +32,8 @@ struct SqliteStore::Impl final : store::PipelineStore {
     std::optional<std::uint64_t> try_take_over(std::chrono::nanoseconds& next_look) override;
     store::Recovered recover(std::uint64_t epoch, store::WallTime terminal_since) override;
     std::size_t commit(const store::Transaction& transaction) override;
+    std::chrono::nanoseconds inbox_poll() const override { return std::chrono::milliseconds(1); }
+    bool inbox_signalled() override;
 
     const std::filesystem::path path;
     const SqliteStoreConfig config;
@@ -43,16 +46,21 @@ struct SqliteStore::Impl final : store::PipelineStore {
     std::unique_ptr<store::sqlite::Connection> inspection;
     /// Used by the store's thread only, once it runs.
     std::unique_ptr<store::sqlite::Connection> writer;
+    std::unique_ptr<store::sqlite::SqliteClientAccess> clients;
 
 private:
     // store::PipelineStore's inspection queries (sqlite_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
     store::LeaseView lease_row() const override;
+    std::vector<store::InboxEntry> inbox_rows(std::size_t limit) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
     std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;
     std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
 
     std::optional<store::sqlite::ChangeWriter> changer_;  ///< prepared once, at the first commit
+    /// The writer's `PRAGMA data_version` at the last look at the inbox:
+    /// another connection's commit changes it, the writer's own do not.
+    std::int64_t seen_version_ = 0;
 };
 
 }  // namespace cronoq

@@ -1,6 +1,7 @@
 // cronoq-store: inspects a cronoq store from the command line (docs/store.md,
 // cronoq-store).
 // Reads in short transactions, so it may run while a scheduler leads.
+#include "client_commands.hpp"
 #include "output.hpp"
 #include "sqlite/connection.hpp"
 #include "sqlite/rows.hpp"
@@ -38,6 +39,10 @@ commands:
       --cursor C              the next page, as the previous one named it on stderr
   show <id|key>                             one task
   prune --older-than <duration>             remove terminal tasks updated longer ago (7d, 12h, 30m, 45s)
+  submit [<payload JSON> | -] --pool P      submit a task as a client (payload from stdin when - or absent);
+      [--key K] [--priority critical|high|normal|low] [--kind K]
+                                            prints its id once committed
+  cancel <id|key>                           commit a cancel for the task's leader (reaches a running attempt)
 --schema names the PostgreSQL schema of the store (default cronoq).
 --json prints machine-readable output on stdout; messages go to stderr.
 )";
@@ -279,6 +284,14 @@ int run(const Options& options) {
         return 1;
     }
 #endif
+    if (command == "submit" || command == "cancel") {
+        const tool::ClientCommandLine line{options.store, options.schema, options.json, options.command};
+        try {
+            return command == "submit" ? tool::submit_command(line) : tool::cancel_command(line);
+        } catch (const tool::ClientUsageError& error) {
+            throw UsageError{error.message};
+        }
+    }
     if (command != "stats" && command != "list" && command != "show" && command != "prune")
         throw UsageError{"unknown command " + command};
     std::unique_ptr<Reader> reader;

@@ -1,7 +1,9 @@
 // The modes a child process of test_store_postgres runs in
 // (`test_store_postgres --child <mode> key=value...`): `leader`
-// (conformance/leader_process.hpp) on the schema `schema=` of the test
+// (conformance/leader_process.hpp) and `client`
+// (conformance/client_process.hpp) on the schema `schema=` of the test
 // server.
+#include "conformance/client_process.hpp"
 #include "conformance/leader_process.hpp"
 #include "pg_support.hpp"
 
@@ -17,6 +19,14 @@ int child_main(int argc, char** argv) {
             PostgresStoreConfig config;
             config.schema = args.at("schema");
             config.leader_lease = lease;
+            return PostgresStore::connect(pg_conninfo(), config);
+        });
+    }
+    if (mode == "client") {
+        const ChildArgs args = parse_child_args(argc, argv);
+        return client_child(args, [&] {
+            PostgresStoreConfig config;
+            config.schema = args.at("schema");
             return PostgresStore::connect(pg_conninfo(), config);
         });
     }

@@ -3,6 +3,7 @@
 #include "pg_support.hpp"
 
 #include <cronoq/config_error.hpp>
+#include <cronoq/store/client_access.hpp>
 
 #include <gtest/gtest.h>
 
@@ -64,10 +65,11 @@ TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
     raw.exec("DROP INDEX " + q + ".tasks_by_pool; DROP INDEX " + q +
-             ".tasks_by_fair_key; ALTER TABLE " + q + ".tasks DROP COLUMN fair_key; UPDATE " + q +
-             ".meta SET value = 1 WHERE name = 'schema_version'");
+             ".tasks_by_fair_key; ALTER TABLE " + q + ".tasks DROP COLUMN fair_key; DROP TABLE " + q +
+             ".inbox; DROP TABLE " + q + ".shard_config; DELETE FROM " + q +
+             ".meta WHERE name = 'next_client_id'; UPDATE " + q + ".meta SET value = 1 WHERE name = 'schema_version'");
     auto store = connect(schema);
-    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 2);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 3);
     EXPECT_EQ(raw.number("SELECT count(*) FROM pg_indexes WHERE schemaname = '" + schema.name() +
                             "' AND indexname IN ('tasks_by_pool', 'tasks_by_fair_key')"),
               2);
@@ -75,6 +77,31 @@ TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
     ASSERT_EQ(page.tasks.size(), 2u);
     EXPECT_EQ(page.tasks[0].id, TaskId{2});
     EXPECT_FALSE(page.tasks[0].fair_key);
+}
+
+// Schema version 3 added the clients' tables (docs/postgres.md, "Clients"):
+// a version 2 store migrates at connect, keeps its rows, and hands client
+// ids out from the client range.
+TEST_F(PgConnect, ASchemaOfVersionTwoMigratesToThree) {
+    PgSchema schema;
+    {
+        Reports reports;
+        auto store = connect(schema);
+        store->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+    }
+    RawPg raw;
+    const std::string q = "\"" + schema.name() + "\"";
+    raw.exec("DROP TABLE " + q + ".inbox; DROP TABLE " + q + ".shard_config; DELETE FROM " + q +
+             ".meta WHERE name = 'next_client_id'; UPDATE " + q + ".meta SET value = 2 WHERE name = 'schema_version'");
+    auto store = connect(schema);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 3);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'next_client_id'"),
+              static_cast<std::int64_t>(store::first_client_task_id));
+    ASSERT_TRUE(store->get_task(TaskId{1}));
+    const auto got = store->client_access().submit({task_row(0)});
+    EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
+    EXPECT_EQ(store->journal().read_inbox(10).size(), 1u);
 }
 
 TEST_F(PgConnect, UnreachableServerFailsAfterTheConnectTimeout) {

@@ -142,5 +142,12 @@ int lead_child_main(int argc, char** argv);
 int random_child_main(int argc, char** argv);
 /// `--child recurring <location>` (recurring_failover_test.cpp).
 int recurring_child_main(int argc, char** argv);
+/// `--child client-submit ...` and `--child client-leader ...`
+/// (client/client_support.hpp).
+int client_submit_child_main(int argc, char** argv);
+int client_leader_child_main(int argc, char** argv);
+/// `--child ingest-cancel ...` and `--child ingest-leader ...`
+/// (client_ingestion_test.cpp).
+int ingest_child_main(int argc, char** argv);
 
 }  // namespace cronoq::test

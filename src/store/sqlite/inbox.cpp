@@ -1,0 +1,54 @@
+#include "inbox.hpp"
+
+#include "../stored_values.hpp"
+#include "rows.hpp"
+
+#include <string>
+
+namespace cronoq::store::sqlite {
+
+std::string_view op_name(InboxEntry::Op op) { return op == InboxEntry::Op::Submit ? "submit" : "cancel"; }
+
+std::vector<InboxEntry> read_inbox(Connection& connection, std::size_t limit) {
+    // The task's columns first, as read_row reads them; the entry's after.
+    std::string sql = "SELECT ";
+    const std::string columns = task_columns;
+    for (std::size_t from = 0;;) {
+        const std::size_t to = columns.find(", ", from);
+        sql += from == 0 ? "t." : ", t.";
+        sql += columns.substr(from, to == std::string::npos ? std::string::npos : to - from);
+        if (to == std::string::npos) break;
+        from = to + 2;
+    }
+    sql += ", i.seq, i.op, i.task_id FROM inbox i LEFT JOIN tasks t ON t.id = i.task_id AND i.op = 'submit' "
+           "ORDER BY i.seq LIMIT ?1";
+    Statement statement(connection, sql.c_str());
+    statement.bind(1, to_int64(limit));
+    std::vector<InboxEntry> out;
+    while (statement.step()) {
+        InboxEntry entry;
+        entry.seq = static_cast<std::uint64_t>(statement.int64(14));
+        const std::string op = statement.text(15);
+        if (op == "submit") entry.op = InboxEntry::Op::Submit;
+        else if (op == "cancel") entry.op = InboxEntry::Op::Cancel;
+        else
+            throw StoreError(StoreErrorKind::Corrupt, "inbox entry " + std::to_string(entry.seq) + " in " +
+                                                          connection.path().string() + " has an unknown op \"" +
+                                                          op + "\"");
+        entry.task = TaskId{static_cast<std::uint64_t>(statement.int64(16))};
+        if (entry.op == InboxEntry::Op::Submit && !statement.is_null(0)) entry.row = read_row(statement, connection);
+        out.push_back(std::move(entry));
+    }
+    return out;
+}
+
+std::vector<ShardConfig> read_configs(Connection& connection) {
+    Statement statement(connection, "SELECT shard, body, written_at, retention FROM shard_config ORDER BY shard");
+    std::vector<ShardConfig> out;
+    while (statement.step())
+        out.push_back(ShardConfig{statement.text(0), statement.text(1), from_stored(statement.int64(2)),
+                                  std::chrono::nanoseconds(statement.int64(3))});
+    return out;
+}
+
+}  // namespace cronoq::store::sqlite

@@ -1,0 +1,508 @@
+// The leader's side of a store's clients (docs/store.md, "Clients"), on
+// each backend: the configuration it writes when it leads, and its
+// ingestion of rows and cancels that clients committed, written here
+// through the store's ClientAccess directly (no Client): rows submitted
+// while no leader runs, commit order, bounds at ingestion, cancels from
+// another process and before ingestion, rows that cannot be admitted, a
+// key race with the leader's own submission, clients' batches, and a
+// leader killed between taking entries and committing.
+#include "durable_support.hpp"
+
+#include <cronoq/cronoq.hpp>
+#include <cronoq/store/client_access.hpp>
+
+#include "driver/client_batch.hpp"
+#include "driver/shard_config_codec.hpp"
+#include "driver/task_options.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <csignal>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+using namespace cronoq;
+
+namespace cronoq::test {
+
+namespace {
+
+/// A row as a client commits it: options as the driver encodes them.
+store::TaskRow client_row(const std::string& payload, const std::string& pool, std::optional<std::string> key = {},
+                          detail::TaskRequest request = {}) {
+    store::TaskRow row;
+    row.key = std::move(key);
+    row.pool = pool;
+    row.status = TaskStatus::Ready;
+    row.submitted_at = row.updated_at = std::chrono::system_clock::now();
+    row.options = detail::encode_options(request, row.submitted_at);
+    row.payload = payload;
+    return row;
+}
+
+TaskId submit_one(store::ClientAccess& access, store::TaskRow row) {
+    std::vector<store::TaskRow> rows;
+    rows.push_back(std::move(row));
+    return access.submit(std::move(rows)).at(0).id;
+}
+
+/// Waits (through the store's change watch; a minute is only a guard
+/// against a hang) until every task of `ids` has a committed end.
+std::map<std::uint64_t, TaskStatus> wait_ended(store::ClientAccess& access, const std::vector<TaskId>& ids) {
+    auto watch = access.watch();
+    const auto guard = std::chrono::steady_clock::now() + 60s;
+    for (;;) {
+        auto ended = access.ended(ids);
+        if (ended.size() == ids.size() || std::chrono::steady_clock::now() > guard) {
+            std::map<std::uint64_t, TaskStatus> out;
+            for (const auto& [id, status] : ended) out[id.value] = status;
+            return out;
+        }
+        watch->wait(200ms);
+    }
+}
+
+std::set<std::uint64_t> inbox_tasks(Store& store) {
+    std::set<std::uint64_t> out;
+    for (const store::InboxEntry& e : store.journal().read_inbox(1000)) out.insert(e.task.value);
+    return out;
+}
+
+/// Pool `name` whose attempts count their runs by payload, wait for `gate`
+/// (on the blocking pool), and answer "<payload>!".
+struct Runs {
+    std::mutex mu;
+    std::vector<std::string> order;
+    std::map<std::string, int> count;
+    std::promise<void> first_started;
+    bool started = false;
+
+    void ran(const std::string& payload) {
+        std::lock_guard lock(mu);
+        order.push_back(payload);
+        ++count[payload];
+        if (!started) first_started.set_value();
+        started = true;
+    }
+};
+
+Pool<std::string, std::string> counted_pool(std::string name, std::shared_ptr<Runs> runs, std::shared_future<void> gate,
+                                            std::size_t workers = 1) {
+    return Pool<std::string, std::string>(std::move(name))
+        .workers(workers, workers, workers)
+        .executor_fn([runs, gate](TaskContext, std::shared_ptr<const std::string> s) -> Result<std::string> {
+            runs->ran(*s);
+            gate.wait();
+            return *s + "!";
+        });
+}
+
+std::shared_future<void> open_gate() {
+    std::promise<void> p;
+    p.set_value();
+    return p.get_future().share();
+}
+
+class ClientIngestion : public ::testing::TestWithParam<Backend> {};
+
+}  // namespace
+
+/// `--child ingest-cancel <location> <id>`: cancels the task through the
+/// store's ClientAccess, as a client process would, writing "C <0|1>".
+/// `--child ingest-leader <location>`: leads pool "p" (4 slots) whose
+/// attempts write "S <payload>" and answer "<payload>!"; "L" once leading.
+int ingest_child_main(int argc, char** argv) {
+    const std::string mode = argv[2];
+    if (mode == "ingest-cancel" && argc == 5) {
+        auto store = open_location(argv[3]);
+        const bool cancelled = store->client_access().cancel(TaskRef(TaskId{std::stoull(argv[4])}));
+        say(std::string("C ") + (cancelled ? "1" : "0"));
+        return 0;
+    }
+    if (mode == "ingest-leader" && argc == 4) {
+        auto pool = Pool<std::string, std::string>("p").workers(4, 4, 4).executor_fn(
+            [](TaskContext, std::shared_ptr<const std::string> s) -> Result<std::string> {
+                say("S " + *s);
+                return *s + "!";
+            });
+        auto sched = Durable::builder().threads(2).pool(std::move(pool)).store(open_location(argv[3])).open();
+        say("L");
+        for (;;) ::pause();
+    }
+    return 2;
+}
+
+TEST_P(ClientIngestion, TheLeaderWritesItsConfigurationBeforeOpenReturns) {
+    TestStore at(GetParam());
+    auto store = at.open();
+    EXPECT_TRUE(store->client_access().configs().empty());
+    auto gate = open_gate();
+    auto runs = std::make_shared<Runs>();
+    auto sched = Durable::builder()
+                     .pool(counted_pool("p", runs, gate).bounds(Bounds{10}).overflow(OverflowPolicy::Reject))
+                     .pool(counted_pool("q", runs, gate))
+                     .resource(Resource::semaphore("db", 3))
+                     .global_bounds(Bounds{100})
+                     .retention(7s)
+                     .store(store)
+                     .open();
+    const auto configs = store->client_access().configs();
+    ASSERT_EQ(configs.size(), 1u);
+    EXPECT_EQ(configs[0].shard, "default");
+    const auto body = detail::decode_shard_config(configs[0].body);
+    ASSERT_EQ(body.pools.size(), 2u);
+    EXPECT_EQ(body.pools[0].name, "p");
+    EXPECT_EQ(body.pools[0].max_pending, 10u);
+    EXPECT_EQ(body.pools[0].overflow, OverflowPolicy::Reject);
+    EXPECT_EQ(body.pools[1].name, "q");
+    EXPECT_FALSE(body.pools[1].max_pending.has_value());
+    ASSERT_EQ(body.resources.size(), 1u);
+    EXPECT_EQ(body.resources[0].name, "db");
+    EXPECT_EQ(body.resources[0].max_units, 3u);
+    EXPECT_EQ(body.global_max_pending, 100u);
+    EXPECT_EQ(body.retention, std::chrono::nanoseconds(7s));
+    EXPECT_EQ(body.max_value_bytes, store->journal().max_value_bytes());
+    sched.shutdown(1s);
+}
+
+TEST_P(ClientIngestion, RowsSubmittedWhileNoLeaderRunsRunOnceASchedulerLeads) {
+    TestStore at(GetParam());
+    auto client = at.open();
+    std::vector<TaskId> ids;
+    for (const char* p : {"a", "b", "c"}) ids.push_back(submit_one(client->client_access(), client_row(p, "p")));
+    EXPECT_EQ(inbox_tasks(*client).size(), 3u);
+
+    auto runs = std::make_shared<Runs>();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(at.open()).open();
+    const auto ended = wait_ended(client->client_access(), ids);
+    ASSERT_EQ(ended.size(), 3u);
+    for (TaskId id : ids) {
+        EXPECT_EQ(ended.at(id.value), TaskStatus::Succeeded);
+        EXPECT_EQ(*sched.find(TaskRef(id))->get(), client->get_task(TaskRef(id))->payload + "!");
+    }
+    sched.flush();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+    std::lock_guard lock(runs->mu);
+    for (const char* p : {"a", "b", "c"}) EXPECT_EQ(runs->count[p], 1) << p;
+}
+
+TEST_P(ClientIngestion, RowsAreIngestedInCommitOrder) {
+    TestStore at(GetParam());
+    auto runs = std::make_shared<Runs>();
+    std::promise<void> gate;
+    auto sched = Durable::builder().pool(counted_pool("p", runs, gate.get_future().share())).store(at.open()).open();
+    auto client = at.open();
+    auto& access = client->client_access();
+    std::vector<TaskId> ids{submit_one(access, client_row("first", "p"))};
+    runs->first_started.get_future().wait();  // the pool's one slot is taken: the rest queue
+    for (int i = 0; i < 10; ++i) ids.push_back(submit_one(access, client_row("r" + std::to_string(i), "p")));
+    gate.set_value();
+    const auto ended = wait_ended(access, ids);
+    ASSERT_EQ(ended.size(), ids.size());
+    std::lock_guard lock(runs->mu);
+    ASSERT_EQ(runs->order.size(), 11u);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(runs->order[i + 1], "r" + std::to_string(i));
+}
+
+TEST_P(ClientIngestion, UnderWaitASubmissionStaysInTheStoreUntilThereIsRoom) {
+    TestStore at(GetParam());
+    auto runs = std::make_shared<Runs>();
+    std::promise<void> gate;
+    auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Wait);
+    auto sched = Durable::builder().pool(std::move(pool)).store(at.open()).open();
+    auto client = at.open();
+    auto& access = client->client_access();
+    const TaskId running = submit_one(access, client_row("running", "p"));
+    runs->first_started.get_future().wait();
+    // One transaction: the pass that takes `queued` up tries `waiting` in the same step.
+    std::vector<store::TaskRow> rows;
+    rows.push_back(client_row("queued", "p"));
+    rows.push_back(client_row("waiting", "p"));
+    const auto made = access.submit(std::move(rows));
+    const TaskId queued = made.at(0).id, waiting = made.at(1).id;
+    auto watch = access.watch();
+    while (!sched.find(TaskRef(queued))) watch->wait(200ms);  // ingested (a guard is the ctest timeout)
+    EXPECT_FALSE(sched.find(TaskRef(waiting)).has_value());
+    EXPECT_EQ(inbox_tasks(*client), std::set<std::uint64_t>{waiting.value});
+    EXPECT_EQ(client->get_task(TaskRef(waiting))->status, TaskStatus::Ready);
+
+    gate.set_value();
+    const auto ended = wait_ended(access, {running, queued, waiting});
+    ASSERT_EQ(ended.size(), 3u);
+    for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
+    sched.flush();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+}
+
+TEST_P(ClientIngestion, UnderRejectASubmissionBeyondTheBoundEndsShedWithTheReason) {
+    TestStore at(GetParam());
+    auto runs = std::make_shared<Runs>();
+    std::promise<void> gate;
+    auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Reject);
+    auto sched = Durable::builder().pool(std::move(pool)).store(at.open()).open();
+    auto client = at.open();
+    auto& access = client->client_access();
+    const TaskId running = submit_one(access, client_row("running", "p"));
+    runs->first_started.get_future().wait();
+    std::vector<store::TaskRow> rows;
+    rows.push_back(client_row("queued", "p"));
+    rows.push_back(client_row("shed", "p"));
+    const auto made = access.submit(std::move(rows));
+    const auto shed = wait_ended(access, {made.at(1).id});
+    ASSERT_EQ(shed.size(), 1u);
+    EXPECT_EQ(shed.begin()->second, TaskStatus::Shed);
+    const auto row = client->get_task(TaskRef(made.at(1).id));
+    EXPECT_NE(row->last_error.find("overloaded"), std::string::npos) << row->last_error;
+    EXPECT_EQ(row->attempt, 0u);
+    gate.set_value();
+    const auto ended = wait_ended(access, {running, made.at(0).id});
+    for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
+    sched.flush();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+}
+
+TEST_P(ClientIngestion, ACancelFromAnotherProcessReachesARunningAttempt) {
+    TestStore at(GetParam());
+    std::promise<TaskId> started;
+    std::promise<void> saw_cancel;
+    auto pool = Pool<std::string, std::string>("p").workers(1, 1, 1).executor_fn(
+        [&](TaskContext ctx, std::shared_ptr<const std::string>) -> asio::awaitable<Result<std::string>> {
+            started.set_value(ctx.id());
+            auto cancelled = ctx.cancelled();
+            co_await std::move(cancelled);
+            saw_cancel.set_value();
+            co_return TaskError::permanent("cancelled");
+        });
+    auto sched = Durable::builder().pool(std::move(pool)).store(at.open()).open();
+    auto client = at.open();
+    const TaskId id = submit_one(client->client_access(), client_row("long", "p"));
+    EXPECT_EQ(started.get_future().get(), id);
+    {
+        Child canceller({"ingest-cancel", at.location(), std::to_string(id.value)});
+        EXPECT_EQ(canceller.read_line(), "C 1");
+        EXPECT_EQ(canceller.wait(), 0);
+    }
+    saw_cancel.get_future().wait();  // the attempt's context was cancelled
+    const auto ended = wait_ended(client->client_access(), {id});
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended.at(id.value), TaskStatus::Cancelled);
+    sched.flush();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+}
+
+TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttempt) {
+    TestStore at(GetParam());
+    auto client = at.open();
+    auto& access = client->client_access();
+    const TaskId before_leading = submit_one(access, client_row("x", "p"));
+    ASSERT_TRUE(access.cancel(TaskRef(before_leading)));
+
+    // While leading: the scheduler's io_context does not run until both are committed.
+    auto runs = std::make_shared<Runs>();
+    asio::io_context io;
+    std::optional<Scheduler<std::string, std::string>> sched;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const auto ex = co_await asio::this_coro::executor;
+            auto builder = Scheduler<std::string, std::string>::builder();
+            builder.pool(counted_pool("p", runs, open_gate())).store(at.open());
+            auto opening = builder.open(ex);
+            sched.emplace(co_await std::move(opening));
+        },
+        asio::detached);
+    while (!sched) io.run_one();
+    const TaskId while_leading = submit_one(access, client_row("y", "p"));
+    ASSERT_TRUE(access.cancel(TaskRef(while_leading)));
+    auto work = asio::make_work_guard(io);
+    std::thread runner([&] { io.run(); });
+
+    const auto ended = wait_ended(access, {before_leading, while_leading});
+    for (TaskId id : {before_leading, while_leading}) {
+        EXPECT_EQ(ended.at(id.value), TaskStatus::Cancelled) << id.value;
+        EXPECT_EQ(client->get_task(TaskRef(id))->attempt, 0u) << id.value;
+    }
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto shutting = sched->shutdown(1s);
+            co_await std::move(shutting);
+        },
+        asio::detached);
+    work.reset();
+    runner.join();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+    std::lock_guard lock(runs->mu);
+    EXPECT_TRUE(runs->order.empty()) << "a cancelled task ran";
+}
+
+TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
+    TestStore at(GetParam());
+    auto runs = std::make_shared<Runs>();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate())).store(at.open()).open();
+    auto client = at.open();
+    auto& access = client->client_access();
+    auto unreadable = client_row("u", "p");
+    unreadable.options = "not json";
+    detail::TaskRequest needs;
+    needs.resources.push_back({"nowhere", 1});
+    std::vector<store::TaskRow> rows;
+    rows.push_back(std::move(unreadable));
+    rows.push_back(client_row("v", "nope"));
+    rows.push_back(client_row("w", "p", std::nullopt, needs));
+    rows.push_back(client_row("ok", "p"));
+    std::vector<TaskId> ids;
+    for (const auto& r : access.submit(std::move(rows))) ids.push_back(r.id);
+    const auto ended = wait_ended(access, ids);
+    ASSERT_EQ(ended.size(), 4u);
+    const auto error_of = [&](TaskId id) { return client->get_task(TaskRef(id))->last_error; };
+    EXPECT_EQ(ended.at(ids[0].value), TaskStatus::Failed);
+    EXPECT_EQ(error_of(ids[0]).rfind("ingestion: decode: ", 0), 0u) << error_of(ids[0]);
+    EXPECT_EQ(ended.at(ids[1].value), TaskStatus::Failed);
+    EXPECT_EQ(error_of(ids[1]), "ingestion: unknown_pool: no pool named \"nope\"");
+    EXPECT_EQ(ended.at(ids[2].value), TaskStatus::Failed);
+    EXPECT_EQ(error_of(ids[2]).rfind("ingestion: unknown_resource: ", 0), 0u) << error_of(ids[2]);
+    EXPECT_EQ(ended.at(ids[3].value), TaskStatus::Succeeded);
+    sched.flush();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+}
+
+TEST_P(ClientIngestion, AClientsBatchIsAdmittedWholeOrEveryTaskEndsFailedNamingTheFirstError) {
+    TestStore at(GetParam());
+    auto runs = std::make_shared<Runs>();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(at.open()).open();
+    auto client = at.open();
+    auto& access = client->client_access();
+    const auto batch = [](std::vector<store::TaskRow> rows) {
+        const std::string id = detail::new_client_batch_id();
+        for (std::uint32_t i = 0; i < rows.size(); ++i)
+            rows[i].options = detail::mark_client_batch(rows[i].options, {id, static_cast<std::uint32_t>(rows.size()), i});
+        return rows;
+    };
+    detail::TaskRequest after_parent;
+    after_parent.depends_on.push_back(Dep::on_success(TaskRef("parent")));
+    detail::TaskRequest after_nothing;
+    after_nothing.depends_on.push_back(Dep::on_success(TaskRef(TaskId{12345})));
+    std::vector<store::TaskRow> good;
+    good.push_back(client_row("child", "p", "child", after_parent));
+    good.push_back(client_row("parent", "p", "parent"));
+    std::vector<store::TaskRow> bad;
+    bad.push_back(client_row("fine", "p"));
+    bad.push_back(client_row("orphan", "p", std::nullopt, after_nothing));
+    std::vector<TaskId> ids;
+    for (const auto& r : access.submit(batch(std::move(good)))) ids.push_back(r.id);
+    for (const auto& r : access.submit(batch(std::move(bad)))) ids.push_back(r.id);
+    const auto ended = wait_ended(access, ids);
+    ASSERT_EQ(ended.size(), 4u);
+    EXPECT_EQ(ended.at(ids[0].value), TaskStatus::Succeeded);  // its dependency within the batch
+    EXPECT_EQ(ended.at(ids[1].value), TaskStatus::Succeeded);
+    for (TaskId id : {ids[2], ids[3]}) {
+        EXPECT_EQ(ended.at(id.value), TaskStatus::Failed);
+        const auto error = client->get_task(TaskRef(id))->last_error;
+        EXPECT_EQ(error.rfind("ingestion: unknown_dependency: task 1: ", 0), 0u) << error;
+    }
+    std::lock_guard lock(runs->mu);
+    EXPECT_EQ(runs->count["fine"], 0) << "a task of a refused batch ran";
+}
+
+TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClientsRowEndsCancelled) {
+    TestStore at(GetParam());
+    auto client = at.open();
+    auto& access = client->client_access();
+    auto runs = std::make_shared<Runs>();
+    asio::io_context io;
+    std::optional<Scheduler<std::string, std::string>> sched;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            const auto ex = co_await asio::this_coro::executor;
+            auto builder = Scheduler<std::string, std::string>::builder();
+            builder.pool(counted_pool("p", runs, open_gate())).store(at.open());
+            auto opening = builder.open(ex);
+            sched.emplace(co_await std::move(opening));
+        },
+        asio::detached);
+    while (!sched) io.run_one();
+    // The client commits first; the leader, whose io_context does not run,
+    // has not ingested it when its own submission takes the key.
+    const TaskId clients = submit_one(access, client_row("client's", "p", "k"));
+    auto own = sched->try_submit(Task<std::string>("leader's").pool("p").key("k"));
+    ASSERT_TRUE(own.has_value());
+    const TaskId leaders = own.value().id();
+    auto work = asio::make_work_guard(io);
+    std::thread runner([&] { io.run(); });
+
+    const auto ended = wait_ended(access, {clients, leaders});
+    EXPECT_EQ(ended.at(clients.value), TaskStatus::Cancelled);
+    EXPECT_EQ(client->get_task(TaskRef(clients))->last_error, "key \"k\" is held by task " + std::to_string(leaders.value));
+    EXPECT_EQ(ended.at(leaders.value), TaskStatus::Succeeded);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto shutting = sched->shutdown(1s);
+            co_await std::move(shutting);
+        },
+        asio::detached);
+    work.reset();
+    runner.join();
+    std::lock_guard lock(runs->mu);
+    EXPECT_EQ(runs->count["client's"], 0);
+    EXPECT_EQ(runs->count["leader's"], 1);
+}
+
+// SQLite only: the test holds the file's write lock, so that the leader
+// takes entries up (and runs their attempts) but cannot commit.
+TEST_P(ClientIngestion, ALeaderKilledAfterTakingEntriesButBeforeItsCommitLeavesEachToTheNextOnce) {
+    if (GetParam() != Backend::Sqlite) GTEST_SKIP() << "holds SQLite's write lock";
+    TestStore at(GetParam());
+    const std::string file = at.location().substr(std::string("sqlite:").size());
+    Child leader({"ingest-leader", at.location()});
+    ASSERT_EQ(leader.read_line(), "L");
+    leader.signal(SIGSTOP);  // it takes nothing up while the rows are committed
+    auto client = at.open();
+    std::vector<TaskId> ids;
+    std::vector<store::TaskRow> rows;
+    for (int i = 0; i < 5; ++i) rows.push_back(client_row("t" + std::to_string(i), "p"));
+    for (const auto& r : client->client_access().submit(std::move(rows))) ids.push_back(r.id);
+    sqlite3* lock = nullptr;
+    ASSERT_EQ(sqlite3_open(file.c_str(), &lock), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(lock, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    leader.signal(SIGCONT);
+    std::set<std::string> ran;
+    while (ran.size() < ids.size()) {
+        auto line = leader.read_line();
+        ASSERT_TRUE(line.has_value()) << "the leader stopped before running every task";
+        if (line->rfind("S ", 0) == 0) ran.insert(line->substr(2));
+    }
+    leader.signal(SIGKILL);
+    EXPECT_EQ(leader.wait(), 128 + SIGKILL);
+    sqlite3_exec(lock, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(lock);
+    for (TaskId id : ids) EXPECT_EQ(client->get_task(TaskRef(id))->status, TaskStatus::Ready) << "committed by the killed leader";
+    EXPECT_EQ(inbox_tasks(*client).size(), ids.size());
+
+    auto runs = std::make_shared<Runs>();
+    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(at.open()).open();
+    const auto ended = wait_ended(client->client_access(), ids);
+    ASSERT_EQ(ended.size(), ids.size());
+    for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
+    sched.flush();
+    EXPECT_TRUE(inbox_tasks(*client).empty());
+    std::lock_guard guard(runs->mu);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(runs->count["t" + std::to_string(i)], 1) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ClientIngestion, ::testing::ValuesIn(tested_backends()), BackendName());
+
+}  // namespace cronoq::test
