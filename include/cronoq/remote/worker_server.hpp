@@ -52,7 +52,10 @@ struct WorkerServerConfig {
 /// `UNAUTHENTICATED`, an unknown pool `NOT_FOUND`, a pool that is not
 /// remote or another protocol version `FAILED_PRECONDITION`, a scheduler
 /// shutting down `UNAVAILABLE`, each with a message naming the cause (at
-/// most 1 KiB: what it echoes of the worker's input is cut).
+/// most 1 KiB: what it echoes of the worker's input is cut). A scheduler
+/// with a store that does not lead redirects the worker:
+/// `FAILED_PRECONDITION` with the trailing metadata `cronoq-shard` and,
+/// while one leads, `cronoq-shard-endpoint` (docs/remote.md, Redirects).
 ///
 /// Move-only. `stop()` (also run by the destructor) sends
 /// `shutdown{"server stopping"}` to every worker, ends the streams (their
