@@ -56,7 +56,7 @@ void Recovery::lead(store::Recovered recovered) {
         s_.durable->start_writing(s_.held());
         const auto now = s_.clock->now();
         const auto wall = s_.clock->system_now();
-        write_config(wall);
+        write_config(wall, recovered.epoch);
         tasks(recovered, now, wall);
         // After the restore: clients' cancels reach the tasks it brought back.
         Ingestion(s_).recovered(s_.held(), recovered.inbox, now);
@@ -178,8 +178,11 @@ void Recovery::fail(TaskId id, std::uint32_t attempt, std::string message, WallT
     s_.durable->write_failed(s_.held(), id, attempt, std::move(message), wall);
 }
 
-void Recovery::write_config(WallTime wall) {
+void Recovery::write_config(WallTime wall, std::uint64_t epoch) {
     ShardConfigBody body;
+    // Bound before the store could lead (SchedulerCore::open).
+    if (s_.endpoint) body.advertise = s_.endpoint->advertise();
+    body.epoch = epoch;
     for (const PoolRuntime& p : s_.pools) {
         const core::PoolConfig& c = p.def.engine;
         ShardConfigBody::PoolEntry e{*p.name, c.remote, std::nullopt, c.overflow, c.max_workers};

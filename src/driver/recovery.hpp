@@ -44,7 +44,7 @@ private:
     static std::unordered_map<std::uint64_t, std::string> clients_rows_ending(const store::Recovered& recovered);
     /// The configuration clients check their tasks against (docs/store.md,
     /// "Clients"), written in the first commit, before open() returns.
-    void write_config(WallTime wall) CRONOQ_REQUIRES(s_.mu);
+    void write_config(WallTime wall, std::uint64_t epoch) CRONOQ_REQUIRES(s_.mu);
     void fair_weights(const std::vector<store::FairWeightSet>& weights, core::Time now) CRONOQ_REQUIRES(s_.mu);
 
     SchedulerCore::State& s_;

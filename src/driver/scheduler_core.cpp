@@ -67,6 +67,8 @@ bool runs_on_one_thread(asio::io_context& io) { return asio_internals::concurren
 SchedulerCore::SchedulerCore(std::unique_ptr<State> state) : s_(std::move(state)) {}
 
 SchedulerCore::~SchedulerCore() {
+    // Its streams end first: their hosts find this scheduler gone.
+    if (s_ && s_->endpoint) s_->endpoint->stop();
     // The store's reports stop reaching this scheduler (waiting for one
     // being handled) before anything of it goes.
     if (s_ && s_->durable) s_->durable->link()->disconnect();

@@ -4,6 +4,7 @@
 #include <cronoq/logging.hpp>
 
 #include "actions.hpp"
+#include "leader_directory.hpp"
 #include "scheduler_state.hpp"
 #include "step_pipeline.hpp"
 
@@ -20,6 +21,16 @@ public:
     std::variant<WorkerGrant, ConnectRefused> connect(WorkerRegistration reg, std::shared_ptr<RemoteSession> session) override {
         auto core = core_.lock();
         if (!core) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is gone"};
+        auto outcome = connect_leading(std::move(reg), std::move(session));
+        // Not leading: where the leader is comes from the store, read
+        // outside the engine's mutex (docs/remote.md, Redirects).
+        if (auto* refused = std::get_if<ConnectRefused>(&outcome);
+            refused && refused->kind == ConnectRefused::Kind::NotLeader && s_->options.store)
+            return redirect_to_leader(*s_->options.store, refused->message);
+        return outcome;
+    }
+
+    std::variant<WorkerGrant, ConnectRefused> connect_leading(WorkerRegistration reg, std::shared_ptr<RemoteSession> session) {
         SchedulerCore::State& s = *s_;
         SchedulerCore::State::Step step(s);
         const auto pool = s.engine.find_pool(reg.pool);
@@ -27,9 +38,11 @@ public:
         if (!s.pools[*pool].def.engine.remote)
             return ConnectRefused{ConnectRefused::Kind::NotRemote,
                                   "pool \"" + reg.pool + "\" runs local executors, not remote workers"};
+        // With a store, a scheduler that does not lead (a standby, one that
+        // lost or gave up the lead) sends the worker to the leader.
+        if (s.durable && (s.shutting_down || !s.durable->writing(s.held())))
+            return ConnectRefused{ConnectRefused::Kind::NotLeader, "this process does not lead the store"};
         if (s.shutting_down) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is shutting down"};
-        if (s.durable && !s.durable->writing(s.held()))
-            return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "this scheduler does not lead its store"};
         core::Labels labels(reg.labels.begin(), reg.labels.end());  // a map: sorted, each name once
         const auto now = s.clock->now();
         const WorkerId id = s.engine.connect_worker(*pool, reg.slots, std::move(labels), now);

@@ -16,6 +16,7 @@
 #include <cronoq/detail/scheduler_core.hpp>
 #include <cronoq/detail/unique_function.hpp>
 #include <cronoq/detail/wait_list.hpp>
+#include <cronoq/detail/worker_endpoint.hpp>
 #include <cronoq/status_event.hpp>
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/store.hpp>
@@ -124,6 +125,9 @@ struct SchedulerCore::State {
 
     // ---- remote workers (docs/remote.md) ---------------------------------------------
     RemoteBridge remote;
+    // `Builder::serve_workers`: started by open() before it waits to lead,
+    // stopped when the scheduler goes (docs/remote.md, "Serving while waiting").
+    std::unique_ptr<WorkerEndpoint> endpoint;
 
     // ---- what steps leave for after `mu`, in order ------------------------------------
     Delivery delivery;

@@ -33,6 +33,24 @@ asio::awaitable<void> SchedulerCore::open() {
     handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
         link->with_state([&](State& s) { Shutdown(s).lead_lost(lost); });
     };
+    // Workers that reach this process while it waits are sent to the leader
+    // (docs/remote.md, "Serving while waiting"); bound before the store may
+    // lead, so that the leader's configuration names its endpoint.
+    if (s_->options.worker_endpoint) {
+        try {
+            s_->endpoint = s_->options.worker_endpoint->start(remote_host());
+        } catch (...) {
+            // An address in use, a wildcard without advertise: the store was
+            // never asked to lead, so the shutdown that follows has no lead
+            // to wait for.
+            {
+                State::Step step(*s_);
+                d.end_lead(s_->held());
+            }
+            d.lost_waits()->set();
+            throw;
+        }
+    }
     // Clients committed something (docs/store.md, "Clients"): a pass is
     // posted; the store's thread never waits for it.
     handlers.on_inbox = [link = d.link()] {

@@ -52,6 +52,8 @@ std::string encode_shard_config(const ShardConfigBody& body) {
     j["retention_ns"] = body.retention.count();
     j["max_value_bytes"] = body.max_value_bytes;
     j["any_kind"] = body.any_kind;
+    if (!body.advertise.empty()) j["advertise"] = body.advertise;
+    j["epoch"] = body.epoch;
     return j.dump();
 }
 
@@ -75,6 +77,8 @@ ShardConfigBody decode_shard_config(std::string_view text) {
     body.retention = std::chrono::nanoseconds(j.value("retention_ns", std::int64_t{0}));
     body.max_value_bytes = j.value("max_value_bytes", std::size_t{0});
     body.any_kind = j.value("any_kind", true);
+    body.advertise = j.value("advertise", std::string());
+    body.epoch = j.value("epoch", std::uint64_t{0});
     return body;
 }
 

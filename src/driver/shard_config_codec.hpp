@@ -60,6 +60,13 @@ struct ShardConfigBody {
     /// Kinds are free in this version: any kind is accepted. Written so
     /// that a later leader may restrict them without a new format.
     bool any_kind = true;
+    /// The worker endpoint this leader serves (`WorkerServerConfig::advertise`
+    /// or its default), which a process that does not lead sends workers to;
+    /// empty without `Builder::serve_workers` (docs/remote.md, Redirects).
+    std::string advertise;
+    /// The fencing epoch the leader wrote this in: a redirect names
+    /// `advertise` only while the store's lease is held in this epoch.
+    std::uint64_t epoch = 0;
 };
 
 /// JSON text of format version 1 (docs/store.md, "Clients").

@@ -152,7 +152,19 @@ public:
         // function touches nothing after the event, which carries the last
         // reference to it (and so to the channel) off gRPC's thread.
         auto on_event = std::move(on_event_);
-        on_event(StreamClosed{static_cast<int>(status.error_code()), status.error_message(), std::move(self_)});
+        StreamClosed closed;
+        closed.code = static_cast<int>(status.error_code());
+        closed.message = status.error_message();
+        const auto& trailers = context_.GetServerTrailingMetadata();
+        const auto value = [&](std::string_view key) -> std::optional<std::string> {
+            const auto it = trailers.find(grpc::string_ref(key.data(), key.size()));
+            if (it == trailers.end()) return std::nullopt;
+            return std::string(it->second.data(), it->second.size());
+        };
+        closed.shard = value(shard_key);
+        closed.shard_endpoint = value(shard_endpoint_key);
+        closed.stream = std::move(self_);
+        on_event(std::move(closed));
     }
 
 private:
@@ -223,12 +235,17 @@ private:
 }  // namespace
 
 std::shared_ptr<WorkerChannel> make_channel(const std::string& target, const std::optional<TlsFiles>& tls) {
-    const ParsedTarget parsed = parse_target(target, tls.has_value());
+    return make_channel(parse_target(target, tls.has_value()), tls);
+}
+
+std::shared_ptr<WorkerChannel> make_channel(const ParsedTarget& parsed, const std::optional<TlsFiles>& tls) {
     std::shared_ptr<grpc::ChannelCredentials> credentials;
     if (parsed.tls) {
+        // Without tls settings (a redirect from plaintext to https://): the
+        // system's roots, no client certificate.
         grpc::SslCredentialsOptions options;
-        if (tls->ca) options.pem_root_certs = read_pem(*tls->ca, "ca");
-        if (!tls->cert.empty() || !tls->key.empty()) {
+        if (tls && tls->ca) options.pem_root_certs = read_pem(*tls->ca, "ca");
+        if (tls && (!tls->cert.empty() || !tls->key.empty())) {
             options.pem_cert_chain = read_pem(tls->cert, "cert");
             options.pem_private_key = read_pem(tls->key, "key");
         }

@@ -27,6 +27,10 @@ class WorkerChannel;
 /// Throws `RemoteWorkerError` (INVALID_ARGUMENT) for a bad target or an
 /// unreadable TLS file.
 std::shared_ptr<WorkerChannel> make_channel(const std::string& target, const std::optional<TlsFiles>& tls);
+/// A channel to an address already parsed (a redirect's endpoint): TLS
+/// when `parsed.tls`, with `tls`'s files if given (else the system's
+/// roots); plaintext otherwise, whatever `tls` holds.
+std::shared_ptr<WorkerChannel> make_channel(const ParsedTarget& parsed, const std::optional<TlsFiles>& tls);
 
 class ClientStream {
 public:

@@ -4,6 +4,9 @@
 #include <cronoq/detail/remote_worker_core.hpp>
 
 #include "client_stream.hpp"
+#include "redirect_chain.hpp"
+
+#include <cronoq/logging.hpp>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -19,6 +22,8 @@
 #include <deque>
 #include <mutex>
 #include <unordered_map>
+
+#include <spdlog/spdlog.h>
 
 namespace cronoq::detail {
 
@@ -48,11 +53,15 @@ struct StreamEnd {
     bool not_leader = false;
     int code = 0;
     std::string message;
+    /// A refusal's `cronoq-shard` and `cronoq-shard-endpoint`.
+    std::optional<std::string> shard, endpoint;
+    /// The server does not lead the pool's shard: never fatal.
+    bool redirect() const { return code == RemoteWorkerError::Code::FailedPrecondition && shard.has_value(); }
     /// What reconnecting cannot fix: a rejected token, an unknown pool,
     /// another protocol version or a pool that is not remote.
     bool fatal() const {
         using Code = RemoteWorkerError::Code;
-        return code == Code::Unauthenticated || code == Code::NotFound || code == Code::FailedPrecondition;
+        return !redirect() && (code == Code::Unauthenticated || code == Code::NotFound || code == Code::FailedPrecondition);
     }
 };
 
@@ -150,7 +159,13 @@ private:
 class Worker final : public RemoteWorkerCore, public std::enable_shared_from_this<Worker> {
 public:
     Worker(RemoteWorkerOptions options, Handler handler)
-        : options_(std::move(options)), handler_(std::move(handler)), channel_(make_channel(options_.target, options_.tls)) {}
+        : options_(std::move(options)),
+          handler_(std::move(handler)),
+          home_(parse_target(options_.target, options_.tls.has_value())),
+          home_channel_(make_channel(home_, options_.tls)),
+          chain_(options_.insecure_redirect_http),
+          at_(home_),
+          channel_(home_channel_) {}
 
     // Only when run() cannot go on (its io_context destroyed mid-stream):
     // a stream left open would hold the worker's leases on the server.
@@ -195,11 +210,19 @@ private:
                 break;
             }
             if (inbox_->stop_requested()) break;
+            if (end.registered) {
+                backoff = options_.initial_backoff;
+                chain_.reset();
+            }
+            if (end.redirect() && follow(end)) continue;  // at once, and not a failure
+            // After shutdown{not_leader}, a lost stream or a redirect not
+            // followed: from its own target again, which may list every
+            // replica (docs/remote.md, Redirects).
+            go_home();
             if (end.not_leader) {
                 backoff = options_.initial_backoff;
                 continue;  // the leader moved: reconnect at once
             }
-            if (end.registered) backoff = options_.initial_backoff;
             if (co_await pause(backoff)) break;
             backoff = backoff >= options_.max_backoff / 2 ? options_.max_backoff : backoff * 2;
         }
@@ -209,6 +232,34 @@ private:
             if (event && std::holds_alternative<HandlerDone>(*event)) --handlers_alive_;
         }
         if (refused) throw RemoteWorkerError(refused->code, refused->message);
+    }
+
+    /// Points the next stream at the redirect's endpoint; false (and a line
+    /// in the log) when the redirect is not followed.
+    bool follow(const StreamEnd& end) {
+        auto next = chain_.next(at_, end.endpoint);
+        if (auto* to = std::get_if<ParsedTarget>(&next)) {
+            logger()->info("cronoq worker \"{}\" (pool \"{}\"): shard \"{}\" is led at {}: following the redirect",
+                           options_.name, options_.pool, *end.shard, *end.endpoint);
+            at_ = std::move(*to);
+            channel_ = make_channel(at_, options_.tls);
+            return true;
+        }
+        const auto& declined = std::get<RedirectChain::Declined>(next);
+        if (declined.warn)
+            logger()->warn("cronoq worker \"{}\" (pool \"{}\"): {}; retrying its own target {} with backoff",
+                           options_.name, options_.pool, declined.why, options_.target);
+        else
+            logger()->debug("cronoq worker \"{}\" (pool \"{}\"): {}; retrying its own target {} with backoff",
+                            options_.name, options_.pool, declined.why, options_.target);
+        return false;
+    }
+
+    void go_home() {
+        chain_.reset();
+        if (channel_ == home_channel_) return;
+        at_ = home_;
+        channel_ = home_channel_;
     }
 
     /// Waits `delay`; true when stop() came first.
@@ -321,6 +372,8 @@ private:
             stream_.reset();
             s.end.code = closed->code;
             s.end.message = closed->message;
+            s.end.shard = std::move(closed->shard);
+            s.end.endpoint = std::move(closed->shard_endpoint);
             return true;
         }
         return false;
@@ -361,7 +414,8 @@ private:
 
     const RemoteWorkerOptions options_;
     const Handler handler_;
-    const std::shared_ptr<WorkerChannel> channel_;
+    const ParsedTarget home_;  // options_.target
+    const std::shared_ptr<WorkerChannel> home_channel_;
     std::atomic<std::size_t> granted_{0};
 
     const std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
@@ -369,6 +423,9 @@ private:
     // On the strand only.
     asio::any_io_executor handler_executor_;
     std::uint64_t connection_ = 0;
+    RedirectChain chain_;
+    ParsedTarget at_;                         // where the current stream goes: home_ or a redirect's endpoint
+    std::shared_ptr<WorkerChannel> channel_;  // to at_
     std::shared_ptr<ClientStream> stream_;
     std::unordered_map<LeaseId, std::shared_ptr<RemoteLeaseState>> running_;
     std::size_t handlers_alive_ = 0;  // spawned handlers not yet done, of any stream

@@ -254,6 +254,13 @@ void WorkReactor::on_register() {
             case ConnectRefused::Kind::UnknownPool: code = grpc::StatusCode::NOT_FOUND; break;
             case ConnectRefused::Kind::NotRemote: code = grpc::StatusCode::FAILED_PRECONDITION; break;
             case ConnectRefused::Kind::ShuttingDown: code = grpc::StatusCode::UNAVAILABLE; break;
+            case ConnectRefused::Kind::NotLeader:
+                // A redirect: trailing metadata, which a worker reads with the
+                // status (docs/remote.md, Redirects).
+                code = grpc::StatusCode::FAILED_PRECONDITION;
+                context_->AddTrailingMetadata(std::string(shard_key), refused->shard);
+                if (refused->endpoint) context_->AddTrailingMetadata(std::string(shard_endpoint_key), *refused->endpoint);
+                break;
         }
         session_->finish(grpc::Status(code, "cronoq: " + refused->message), true);
         return;

@@ -9,12 +9,17 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace cronoq::detail {
 
 inline constexpr std::uint32_t protocol_version = 3;
+/// The trailing metadata of a redirect (docs/remote.md, Redirects).
+inline constexpr std::string_view shard_key = "cronoq-shard";
+inline constexpr std::string_view shard_endpoint_key = "cronoq-shard-endpoint";
 
 // ---- server -> worker
 struct WorkerRegistered {
@@ -38,6 +43,10 @@ struct WorkerSlots {
 struct StreamClosed {
     int code = 0;
     std::string message;
+    /// A redirect's trailing metadata: `cronoq-shard` (its presence makes
+    /// the refusal a redirect) and `cronoq-shard-endpoint` (when one leads).
+    std::optional<std::string> shard;
+    std::optional<std::string> shard_endpoint;
     /// The closed stream's last reference, dropped by whoever handles the
     /// event: never on gRPC's thread, where releasing a channel's last
     /// reference makes gRPC's callback queue join the thread it runs on.

@@ -9,6 +9,11 @@ std::optional<TaskRow> PipelineStore::read_task(const TaskRef& task) const {
     return find_row(task);
 }
 
+LeaseView PipelineStore::read_lease() const {
+    std::lock_guard lock(inspection_mutex_);
+    return lease_row();
+}
+
 std::vector<InboxEntry> PipelineStore::read_inbox(std::size_t limit) const {
     std::lock_guard lock(inspection_mutex_);
     return inbox_rows(limit);

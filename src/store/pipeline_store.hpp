@@ -27,6 +27,7 @@ public:
     void release() final { pipeline_.release(); }
     Figures figures() const final { return pipeline_.figures(); }
     std::optional<TaskRow> read_task(const TaskRef& task) const final;
+    LeaseView read_lease() const final;
     std::vector<InboxEntry> read_inbox(std::size_t limit) const final;
 
     // cronoq::Store's inspection members.
@@ -47,6 +48,7 @@ protected:
     // inspection connection, never under the store's thread; called one at
     // a time.
     virtual std::optional<TaskRow> find_row(const TaskRef& task) const = 0;
+    virtual LeaseView lease_row() const = 0;
     virtual std::vector<InboxEntry> inbox_rows(std::size_t limit) const = 0;
     virtual std::vector<TaskRow> list_rows(TaskStatus status, std::size_t limit) const = 0;
     /// The plan's walks in one read transaction, their rows together.

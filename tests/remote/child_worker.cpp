@@ -1,7 +1,7 @@
 // `test_remote --child worker key=value...`: a RemoteWorker<std::string,
 // std::string> in its own process. Keys: target, pool, token, slots, name,
 // label (name:value), ca, cert, key, drain_ms, backoff_ms (initial; max is
-// 8 times it). SIGTERM calls stop().
+// 8 times it), insecure_redirect_http (any value: set). SIGTERM calls stop().
 // Payloads say what the handler does:
 //   echo:X        completes with X (and prints the lease's fields)
 //   fail:M        TaskError::retryable(M)      permanent:M  TaskError::permanent(M)
@@ -115,6 +115,7 @@ int worker_mode(const std::map<std::string, std::string>& args, const std::vecto
         if (args.count("key")) tls.key = args.at("key");
         options.tls = tls;
     }
+    options.insecure_redirect_http = args.count("insecure_redirect_http") != 0;
     if (args.count("drain_ms")) options.drain_timeout = std::chrono::milliseconds(std::stoi(args.at("drain_ms")));
     const int backoff_ms = args.count("backoff_ms") ? std::stoi(args.at("backoff_ms")) : 50;
     options.initial_backoff = std::chrono::milliseconds(backoff_ms);
@@ -155,6 +156,9 @@ int child_main(int argc, char** argv) {
         else args[a.substr(0, eq)] = a.substr(eq + 1);
     }
     if (mode == "worker") return worker_mode(args, labels);
+#ifdef CRONOQ_TEST_HAVE_SQLITE
+    if (mode == "replica") return replica_main(args);
+#endif
     std::fprintf(stderr, "unknown child mode %s\n", mode.c_str());
     return 2;
 }

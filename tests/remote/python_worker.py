@@ -6,9 +6,17 @@ Payloads: echo:X completes with X, fail:M fails (retryable), permanent:M
 fails for good, reject:R and reject_on:R give the lease back (nack; it prints
 "N <task_id>"). It heartbeats each lease once before answering, prints
 "R <worker_id> <slots>" once registered and ends when the server ends the
-stream ("E <code name>")."""
+stream ("E <code name>").
+
+Redirects, as the .proto's comments and docs/remote.md say: a refusal with
+FAILED_PRECONDITION whose trailing metadata holds cronoq-shard comes from a
+server that does not lead the pool's shard. The worker connects to
+cronoq-shard-endpoint at once (printing "D <endpoint>"; this plaintext
+worker follows only plaintext endpoints), or, without one (nobody leads),
+retries its own target after a pause."""
 import queue
 import sys
+import time
 
 import grpc
 
@@ -28,8 +36,19 @@ def answer(lease):
     return pb.WorkerMessage(fail=pb.Fail(lease=lease.lease, message="unknown payload", permanent=True))
 
 
-def main():
-    target, token, pool = sys.argv[1:4]
+def redirect_of(error):
+    """The endpoint a redirect names, "" when nobody leads; None when the
+    refusal is no redirect."""
+    if error.code() != grpc.StatusCode.FAILED_PRECONDITION:
+        return None
+    trailers = dict(error.trailing_metadata() or ())
+    if "cronoq-shard" not in trailers:
+        return None
+    return trailers.get("cronoq-shard-endpoint", "")
+
+
+def serve(target, token, pool):
+    """One stream; the endpoint of a redirect, or None once it ended."""
     outgoing = queue.Queue()
     outgoing.put(pb.WorkerMessage(register=pb.Register(
         pool=pool, slots=4, worker_name="python", protocol_version=3, labels={"lang": "python"})))
@@ -45,9 +64,32 @@ def main():
                 outgoing.put(answer(message.lease))
         print("E OK", flush=True)
     except grpc.RpcError as error:
+        endpoint = redirect_of(error)
+        if endpoint is not None:
+            return endpoint
         print("E", error.code().name, error.details(), flush=True)
     finally:
         outgoing.put(None)
+    return None
+
+
+def main():
+    home, token, pool = sys.argv[1:4]
+    target = home
+    for _ in range(100):
+        endpoint = serve(target, token, pool)
+        if endpoint is None:
+            return
+        if endpoint.startswith("https://"):
+            print("E refusing a TLS endpoint", endpoint, flush=True)
+            return
+        if endpoint and endpoint.removeprefix("http://") != target:
+            print("D", endpoint, flush=True)
+            target = endpoint.removeprefix("http://")
+        else:
+            target = home
+            time.sleep(0.2)
+    print("E too many redirects", flush=True)
 
 
 if __name__ == "__main__":

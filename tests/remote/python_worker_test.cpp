@@ -68,5 +68,29 @@ TEST(PythonWorker, CompletesFailsAndNacksForARealScheduler) {
     EXPECT_EQ(python.wait(), 0);
 }
 
+TEST(PythonWorker, FollowsARedirectToTheLeader) {
+    auto sched = Sched::builder().threads(2).pool(Pool<std::string, std::string>("work").remote()).build();
+    WorkerServerConfig config;
+    config.listen = "127.0.0.1:0";
+    config.tokens = {"secret"};
+    auto scheduler = sched.scheduler();
+    std::optional<WorkerServer> leader(WorkerServer::start(scheduler, config));
+    const std::string leader_endpoint = "http://127.0.0.1:" + std::to_string(leader->port());
+    // A process that does not lead: it refuses with a redirect to the leader.
+    auto standby_host = std::make_shared<RecordingHost>();
+    standby_host->refuse_with = detail::ConnectRefused{detail::ConnectRefused::Kind::NotLeader,
+                                                       "this process does not lead the store", "default",
+                                                       leader_endpoint};
+    WorkerServer standby = WorkerServer::start_for_host(standby_host, config);
+    Child python("/usr/bin/python3",
+                 {CRONOQ_TEST_PYTHON_WORKER, "127.0.0.1:" + std::to_string(standby.port()), "secret", "work"},
+                 {std::string("PYTHONPATH=") + CRONOQ_TEST_PYTHONPATH});
+    EXPECT_EQ(python.read_until("D "), "D " + leader_endpoint);
+    ASSERT_TRUE(python.read_until("R "));
+    EXPECT_EQ(*sched.submit(Task<std::string>("echo:via the leader").pool("work")).get(), "via the leader");
+    leader.reset();
+    EXPECT_EQ(python.read_until("E "), "E OK");
+}
+
 }  // namespace
 }  // namespace cronoq::test::python_worker_test

@@ -20,6 +20,7 @@ std::variant<detail::WorkerGrant, detail::ConnectRefused> RecordingHost::connect
     std::lock_guard lock(mu_);
     attempts.push_back(std::chrono::steady_clock::now());
     changed_.notify_all();
+    if (refuse_with) return *refuse_with;
     if (refuse && pools.count(registration.pool))
         return detail::ConnectRefused{*refuse, *refuse == detail::ConnectRefused::Kind::NotRemote
                                                    ? "pool \"" + registration.pool + "\" runs local executors"

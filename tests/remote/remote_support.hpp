@@ -43,6 +43,8 @@ public:
     /// Refuse every registration of a known pool this way (a scheduler
     /// shutting down, a pool that is not remote).
     std::optional<detail::ConnectRefused::Kind> refuse;
+    /// Refuse every registration with this (a redirect), when set.
+    std::optional<detail::ConnectRefused> refuse_with;
 
     std::variant<detail::WorkerGrant, detail::ConnectRefused> connect(
         detail::WorkerRegistration registration, std::shared_ptr<detail::RemoteSession> session) override;
@@ -92,6 +94,10 @@ struct TestCertificates {
 /// `--child worker key=value...`: a RemoteWorker<std::string, std::string>
 /// (child_worker.cpp).
 int child_main(int argc, char** argv);
+
+/// `--child replica key=value...`: a replica serving workers on a SQLite
+/// store (child_replica.cpp).
+int replica_main(const std::map<std::string, std::string>& args);
 
 /// The task's failure; a success is a test failure (and an empty
 /// TaskFailure comes back).

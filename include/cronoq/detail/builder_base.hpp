@@ -6,6 +6,7 @@
 #include <cronoq/config_error.hpp>
 #include <cronoq/detail/erased.hpp>
 #include <cronoq/detail/scheduler_core.hpp>
+#include <cronoq/detail/worker_endpoint.hpp>
 #include <cronoq/duration.hpp>
 #include <cronoq/event_stream.hpp>
 #include <cronoq/pool.hpp>
@@ -94,12 +95,26 @@ public:
     /// another. Such a scheduler is made with `open()`, which waits to lead
     /// and recovers, not with `build()`. `P` and `O` need a `codec`.
     Self& store(std::shared_ptr<Store> s) { options_.store = std::move(s); return self(); }
+    /// Serves the worker endpoint (docs/remote.md, "Serving while waiting"):
+    /// `open()` starts it before it waits to lead; while this process does
+    /// not lead, a worker's `register` is refused with a redirect to the
+    /// leader's `advertise` endpoint; once it leads it serves the remote
+    /// pools as `WorkerServer` does. Needs a store (`open()`, not `build()`),
+    /// <cronoq/remote/worker_server.hpp> and the `cronoq::grpc` component
+    /// (a program that calls it without linking that does not link).
+    Self& serve_workers(const WorkerServerConfig& config) {
+        options_.worker_endpoint = worker_endpoint_factory(config);
+        return self();
+    }
 
 protected:
     std::shared_ptr<SchedulerCore> build_core(asio::any_io_executor ex) const {
         if (options_.store)
             throw ConfigError("store: a scheduler with a store is made with open(), which waits to lead and recovers; "
                               "build() cannot");
+        if (options_.worker_endpoint)
+            throw ConfigError("serve_workers: needs a store and open(); without a store, serve a built scheduler "
+                              "with WorkerServer::start");
         return SchedulerCore::create(std::move(ex), options_, pools_);
     }
     template <class P2 = P>

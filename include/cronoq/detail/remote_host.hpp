@@ -73,10 +73,20 @@ struct ConnectRefused {
     enum class Kind : std::uint8_t {
         UnknownPool,   ///< no pool of that name (gRPC NOT_FOUND)
         NotRemote,     ///< the pool runs local executors (FAILED_PRECONDITION)
-        ShuttingDown,  ///< or not leading (UNAVAILABLE)
+        ShuttingDown,  ///< or not leading, with no endpoint to send it to (UNAVAILABLE)
+        /// This process does not lead the pool's shard: a redirect
+        /// (FAILED_PRECONDITION with the trailing metadata `cronoq-shard`
+        /// and, when one leads, `cronoq-shard-endpoint`; docs/remote.md,
+        /// Redirects).
+        NotLeader,
     };
     Kind kind;
     std::string message;
+    /// NotLeader: the shard that serves the pool.
+    std::string shard;
+    /// NotLeader: its leader's advertised endpoint, verbatim; empty while
+    /// none leads (or its lease ran out).
+    std::optional<std::string> endpoint;
 };
 
 /// A worker as it registers: the protocol's `register` message.

@@ -37,6 +37,11 @@ struct RemoteWorkerOptions {
     std::chrono::nanoseconds max_backoff = std::chrono::seconds(10);
     /// How long `stop()` lets running leases finish before cancelling them.
     std::chrono::nanoseconds drain_timeout = std::chrono::seconds(30);
+    /// Follow a redirect from an `https://` connection to a plaintext
+    /// `http://` endpoint (trusted networks only). Without it such a
+    /// redirect is refused with a warning in the log and the worker retries
+    /// its own `target` with backoff (docs/remote.md, Redirects).
+    bool insecure_redirect_http = false;
 };
 
 }  // namespace cronoq

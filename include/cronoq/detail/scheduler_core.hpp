@@ -36,6 +36,7 @@ namespace cronoq::detail {
 
 class EventQueue;
 class RemoteHost;
+class WorkerEndpointFactory;
 
 /// The most threads a scheduler starts for one purpose (the io_context
 /// threads of a BlockingScheduler, the blocking pool).
@@ -58,6 +59,9 @@ struct SchedulerOptions {
     /// Told of every attempt's start and end (docs/guide/operations.md, "Tracing").
     AttemptObserver observer;
     ErasedCodec codec;
+    /// `Builder::serve_workers`: the worker endpoint `open()` starts before
+    /// it waits to lead; null: none.
+    std::shared_ptr<const WorkerEndpointFactory> worker_endpoint;
 };
 
 /// The tasks of one `try_submit_many`, as the typed shell holds them: read

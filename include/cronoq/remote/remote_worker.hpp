@@ -93,6 +93,11 @@ private:
 /// A lost stream cancels the running handlers (the server fails their
 /// leases as retryable) and reconnects after `initial_backoff`, doubling up
 /// to `max_backoff`; after `shutdown{not_leader}` it reconnects at once.
+/// A refusal that redirects it (a process that does not lead: trailing
+/// metadata `cronoq-shard`, `cronoq-shard-endpoint`) is followed at once,
+/// never from `https://` to `http://` without `insecure_redirect_http`;
+/// loops back off; after a lost stream or `not_leader` it starts again
+/// from its own `target` (docs/remote.md, Redirects).
 template <class P, class O>
 class RemoteWorker {
 public:

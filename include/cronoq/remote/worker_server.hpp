@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,15 @@ struct WorkerServerConfig {
     /// all the same fails its attempt for good, not the stream
     /// (docs/remote.md, Message size).
     std::size_t max_message_bytes = 4 << 20;
+    /// With `Builder::serve_workers`: the endpoint the leader writes to the
+    /// store, which the other replicas send workers to (the trailing
+    /// metadata `cronoq-shard-endpoint`, verbatim). Empty: the scheme
+    /// `tls` implies, the listen host and the bound port; a wildcard listen
+    /// host (`0.0.0.0`, `[::]`) then is a ConfigError at `open()`.
+    std::string advertise;
+    /// With `Builder::serve_workers`: called once the endpoint is bound
+    /// (standbys included, before they wait to lead), with the bound port.
+    std::function<void(std::uint16_t port)> on_listening;
 };
 
 /// Serves `cronoq.v1.Workers/Work` for one scheduler's remote pools:
@@ -42,7 +52,10 @@ struct WorkerServerConfig {
 /// `UNAUTHENTICATED`, an unknown pool `NOT_FOUND`, a pool that is not
 /// remote or another protocol version `FAILED_PRECONDITION`, a scheduler
 /// shutting down `UNAVAILABLE`, each with a message naming the cause (at
-/// most 1 KiB: what it echoes of the worker's input is cut).
+/// most 1 KiB: what it echoes of the worker's input is cut). A scheduler
+/// with a store that does not lead redirects the worker:
+/// `FAILED_PRECONDITION` with the trailing metadata `cronoq-shard` and,
+/// while one leads, `cronoq-shard-endpoint` (docs/remote.md, Redirects).
 ///
 /// Move-only. `stop()` (also run by the destructor) sends
 /// `shutdown{"server stopping"}` to every worker, ends the streams (their

@@ -262,6 +262,15 @@ struct LeadHandlers {
     std::function<void()> on_inbox;
 };
 
+/// The lease as the store holds it at one instant (`Journal::read_lease`).
+struct LeaseView {
+    /// The fencing epoch of the last process that took the lead.
+    std::uint64_t epoch = 0;
+    /// That process still holds the lease: not released, not run out (nor,
+    /// on PostgreSQL, its session ended).
+    bool held = false;
+};
+
 /// Store figures for `Scheduler::snapshot()`.
 using Figures = StoreSnapshot;
 
@@ -309,6 +318,10 @@ public:
     /// `Store::get_task`; throws StoreError when the store cannot be read.
     virtual std::optional<TaskRow> read_task(const TaskRef& task) const = 0;
 
+    /// Who leads now, as the store says: for a standby that sends workers to
+    /// the leader (docs/remote.md, Redirects). Reads on the calling thread,
+    /// like `read_task`; throws StoreError when the store cannot be read.
+    virtual LeaseView read_lease() const = 0;
     /// Up to `limit` entries that clients committed and no commit of a
     /// leader took up yet, in commit order. Reads on the calling thread, like
     /// `read_task`; entries already taken but not yet committed come again

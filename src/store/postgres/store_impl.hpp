@@ -153,6 +153,7 @@ private:
     store::postgres::Connection& inspection_connection() const;
     // store::PipelineStore's inspection queries (postgres_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
+    store::LeaseView lease_row() const override;
     std::vector<store::InboxEntry> inbox_rows(std::size_t limit) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
     std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;

@@ -1,4 +1,5 @@
 // SqliteStore: opening the file and the inspection members.
+#include "lease.hpp"
 #include "inbox.hpp"
 #include "rows.hpp"
 #include "schema.hpp"
@@ -49,6 +50,11 @@ SqliteStore::~SqliteStore() = default;
 
 std::optional<store::TaskRow> SqliteStore::Impl::find_row(const TaskRef& task) const {
     return find_task(*inspection, task);
+}
+
+store::LeaseView SqliteStore::Impl::lease_row() const {
+    const store::LeaderRow row = store::sqlite::read_leader(*inspection);
+    return {row.epoch, !store::sqlite::takeable(row, std::chrono::system_clock::now())};
 }
 
 std::vector<store::InboxEntry> SqliteStore::Impl::inbox_rows(std::size_t limit) const {

@@ -55,6 +55,30 @@ TEST_P(Leadership, AStandbyTakesOverAtOnceWhenTheLeaderReleases) {
     EXPECT_TRUE(second.get_task(TaskId{2}));
 }
 
+TEST_P(Leadership, ReadLeaseSaysWhoHoldsTheLeaseInWhichEpoch) {
+    // What a standby's worker endpoint reads to name the leader
+    // (docs/remote.md, Redirects).
+    auto first = site().open(StoreOptions{60s});
+    auto second = site().open(StoreOptions{60s});
+    EXPECT_FALSE(second->journal().read_lease().held) << "nobody led yet";
+    Reports a, b;
+    first->journal().lead(a.handlers());
+    ASSERT_TRUE(a.wait_leading());
+    auto lease = second->journal().read_lease();
+    EXPECT_TRUE(lease.held);
+    EXPECT_EQ(lease.epoch, 1u);
+    first->journal().release();
+    ASSERT_TRUE(a.wait_lost());
+    lease = second->journal().read_lease();
+    EXPECT_FALSE(lease.held) << "released";
+    EXPECT_EQ(lease.epoch, 1u);
+    second->journal().lead(b.handlers());
+    ASSERT_TRUE(b.wait_leading());
+    lease = first->journal().read_lease();
+    EXPECT_TRUE(lease.held);
+    EXPECT_EQ(lease.epoch, 2u);
+}
+
 TEST_P(Leadership, TheLeaderRenewsItsLeaseWhileIdle) {
     LeaderAndStandby stores(site(), StoreOptions{300ms});
     ASSERT_TRUE(stores.a.recovered);
