@@ -28,6 +28,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <iostream>
 #include <sstream>
 #include <thread>
 #include <sys/wait.h>
@@ -509,15 +510,16 @@ TEST_P(ClientIngestion, ALeaderKilledAfterTakingEntriesButBeforeItsCommitLeavesE
     // stopped inside a write transaction holds the lock: it goes on a moment.
     std::vector<TaskId> ids;
     for (int tries = 0; ids.empty(); ++tries) {
-        ASSERT_LT(tries, 20) << "the leader kept the write lock";
+        ASSERT_LT(tries, 200) << "the leader kept the write lock";
         leader.signal(SIGSTOP);
         siginfo_t info{};
-        ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(leader.pid()), &info, WSTOPPED | WNOWAIT), 0);
+        ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(leader.pid()), &info, WSTOPPED), 0);  // consumed: each stop is seen
         std::vector<store::TaskRow> rows;
         for (int i = 0; i < 5; ++i) rows.push_back(client_row("t" + std::to_string(i), "p"));
         try {
             for (const auto& r : client->client_access().submit(std::move(rows))) ids.push_back(r.id);
-        } catch (const StoreError&) {
+        } catch (const StoreError& e) {
+            std::cerr << "submit while the leader is stopped: " << e.what() << "\n";
             leader.signal(SIGCONT);
         }
     }
