@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int format_version = 1;
+constexpr int shard_config_format_version = 1;
 
 OverflowPolicy overflow_named(const std::string& name) {
     for (OverflowPolicy p : {OverflowPolicy::Wait, OverflowPolicy::Reject, OverflowPolicy::ShedLowest,
@@ -33,7 +33,7 @@ Resource::Kind kind_named(const std::string& name) {
 }  // namespace
 
 std::string encode_shard_config(const ShardConfigBody& body) {
-    json j = versioned_object(format_version);
+    json j = versioned_object(shard_config_format_version);
     json pools = json::array();
     for (const auto& p : body.pools) {
         json e = {{"name", p.name},
@@ -58,7 +58,7 @@ std::string encode_shard_config(const ShardConfigBody& body) {
 }
 
 ShardConfigBody decode_shard_config(std::string_view text) {
-    const json j = parse_versioned(text, format_version, "shard configuration");
+    const json j = parse_versioned(text, shard_config_format_version, "shard configuration");
     ShardConfigBody body;
     for (const json& e : j.at("pools")) {
         ShardConfigBody::PoolEntry p;
