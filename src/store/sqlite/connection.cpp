@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <thread>
 #include <unistd.h>
 
 namespace cronoq::store::sqlite {
@@ -44,14 +45,18 @@ std::string describe(sqlite3* db, int result_code) {
 
 Connection::Connection(const std::filesystem::path& file, Mode mode, std::chrono::milliseconds busy) : path_(file) {
     if (mode == Mode::Create) {
-        // O_CREAT without O_EXCL: an existing file keeps its mode and content.
-        const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            const int error = errno;
+        // O_EXCL: only a file this call makes is opened and closed here. Closing
+        // a descriptor of an existing store would drop every POSIX lock this
+        // process holds on it, those of its other connections included
+        // (SQLite's locks are POSIX locks): another process could then take a
+        // lock one of them believes it holds, or delete the WAL under it.
+        const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            ::close(fd);
+        } else if (const int error = errno; error != EEXIST) {
             throw StoreError(StoreErrorKind::Io, "cannot create or open the store " + file.string() + ": " +
                                                      std::strerror(error));
         }
-        ::close(fd);
     } else {
         std::error_code error;
         if (!std::filesystem::exists(file, error))
@@ -68,7 +73,22 @@ Connection::Connection(const std::filesystem::path& file, Mode mode, std::chrono
     sqlite3_extended_result_codes(db_, 1);
     const auto busy_ms = busy.count() > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max()
                                                                         : static_cast<int>(busy.count());
-    sqlite3_busy_timeout(db_, busy_ms < 1 ? 1 : busy_ms);
+    busy_ms_ = busy_ms < 1 ? 1 : busy_ms;
+    // SQLite's own wait backs off to sleeps of 100 ms between looks: clients
+    // committing back to back then keep a leader from ever finding the write
+    // lock free, until its lease runs out (docs/store.md, "Clients").
+    if (mode == Mode::Create)
+        sqlite3_busy_handler(db_, &Connection::look_again, this);
+    else
+        sqlite3_busy_timeout(db_, busy_ms_);
+}
+
+int Connection::look_again(void* connection, int looks) {
+    constexpr auto pause = std::chrono::microseconds(500);
+    const auto self = static_cast<const Connection*>(connection);
+    if (std::chrono::milliseconds(self->busy_ms_) <= pause * looks) return 0;
+    std::this_thread::sleep_for(pause);
+    return 1;
 }
 
 Connection::~Connection() { sqlite3_close_v2(db_); }

@@ -25,7 +25,9 @@ public:
     /// Opens `file`; Create also creates a missing file with mode 0600 first
     /// (SQLite would create it 0644, and its -wal and -shm files copy the
     /// database file's mode). `busy` is how long a statement waits for
-    /// another connection's lock before SQLITE_BUSY.
+    /// another connection's lock before SQLITE_BUSY. A Create connection (a
+    /// store's writer, the one a leader commits on) looks for the lock every
+    /// half millisecond meanwhile; the others back off as SQLite does.
     Connection(const std::filesystem::path& file, Mode mode, std::chrono::milliseconds busy);
     ~Connection();
     Connection(const Connection&) = delete;
@@ -44,8 +46,11 @@ public:
     [[noreturn]] void fail(int result_code, std::string_view doing) const;
 
 private:
+    static int look_again(void* connection, int looks);
+
     sqlite3* db_ = nullptr;
     std::filesystem::path path_;
+    int busy_ms_ = 1;
 };
 
 /// A prepared statement, reset after each use.
