@@ -106,6 +106,19 @@ StoredTask to_stored_task(TaskRow row) {
 // "fair_weight:<bytes of the pool name>:<pool><key>": the length keeps any
 // pool and key apart without escaping. The value is the double's bits, so
 // that a weight comes back exactly as set.
+std::string qualified_columns(std::string_view columns, std::string_view table) {
+    std::string out;
+    for (std::size_t from = 0;;) {
+        const std::size_t to = columns.find(", ", from);
+        if (from != 0) out += ", ";
+        out += table;
+        out += '.';
+        out += columns.substr(from, to == std::string_view::npos ? std::string_view::npos : to - from);
+        if (to == std::string_view::npos) return out;
+        from = to + 2;
+    }
+}
+
 std::string fair_weight_name(std::string_view pool, std::string_view key) {
     std::string name(fair_weight_prefix);
     name += std::to_string(pool.size());

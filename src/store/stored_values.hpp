@@ -56,6 +56,10 @@ inline std::string paused_row_name(std::string_view pool) {
 /// The SQL condition that selects those rows (both dialects).
 inline constexpr const char* paused_rows_where = "substr(name, 1, 7) = 'paused:'";
 static_assert(paused_row_prefix.size() == 7);
+/// `columns` ("id, key, ...") each qualified by `table`: "t.id, t.key, ...",
+/// for a join that reads a task's columns as the row readers expect them.
+std::string qualified_columns(std::string_view columns, std::string_view table);
+
 /// Fair weights live in the `meta` table (docs/store.md, "Fair weights"):
 /// its name for `pool` and `key`, and the value (the double's bits).
 std::string fair_weight_name(std::string_view pool, std::string_view key);

@@ -52,23 +52,6 @@ std::string array_of(const std::vector<std::int64_t>& values) {
     return out;
 }
 
-/// Runs `body` in a transaction begun by the caller's pipeline or here;
-/// rolls back (when the connection is still there) and rethrows on failure.
-template <class Body>
-auto rolling_back(Connection& c, Body&& body) {
-    try {
-        return body();
-    } catch (...) {
-        if (c.alive()) {
-            try {
-                c.exec("ROLLBACK");
-            } catch (const StoreError&) {
-            }
-        }
-        throw;
-    }
-}
-
 }  // namespace
 
 PostgresClientAccess::PostgresClientAccess(std::string conninfo, const Names& names,

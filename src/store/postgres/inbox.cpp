@@ -6,15 +6,7 @@ namespace cronoq::store::postgres {
 
 std::vector<InboxEntry> read_inbox(Connection& c, const Names& n, std::size_t limit) {
     // The task's columns first, as read_row reads them; the entry's after.
-    std::string sql = "SELECT ";
-    const std::string columns = task_columns;
-    for (std::size_t from = 0;;) {
-        const std::size_t to = columns.find(", ", from);
-        sql += from == 0 ? "t." : ", t.";
-        sql += columns.substr(from, to == std::string::npos ? std::string::npos : to - from);
-        if (to == std::string::npos) break;
-        from = to + 2;
-    }
+    std::string sql = "SELECT " + qualified_columns(task_columns, "t");
     sql += ", i.seq, i.op, i.task_id FROM " + n.inbox;
     sql += " i LEFT JOIN " + n.tasks;
     sql += " t ON t.id = i.task_id AND i.op = 'submit' ORDER BY i.seq LIMIT $1";

@@ -102,4 +102,22 @@ private:
     pg_conn* conn_ = nullptr;
 };
 
+/// Runs `body`, the rest of a transaction already begun on `c`; on any
+/// exception rolls it back (when the connection is still there to hear it)
+/// and rethrows.
+template <class Body>
+auto rolling_back(Connection& c, Body&& body) {
+    try {
+        return body();
+    } catch (...) {
+        if (c.alive()) {
+            try {
+                c.exec("ROLLBACK");
+            } catch (const StoreError&) {
+            }
+        }
+        throw;
+    }
+}
+
 }  // namespace cronoq::store::postgres

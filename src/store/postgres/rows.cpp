@@ -157,23 +157,14 @@ HighWaterMarks read_marks(Connection& c, const Names& n) {
     return marks;
 }
 
-// Runs `body` between `begin` and COMMIT; on any exception, rolls back
-// (when the connection is still there to hear it) and rethrows.
+// Runs `body` between `begin` and COMMIT, rolling back on failure.
 template <class Body>
 void in_transaction(Connection& c, const char* begin, Body&& body) {
     c.exec(begin);
-    try {
+    rolling_back(c, [&] {
         body();
         c.exec("COMMIT");
-    } catch (...) {
-        if (c.alive()) {
-            try {
-                c.exec("ROLLBACK");
-            } catch (const StoreError&) {
-            }
-        }
-        throw;
-    }
+    });
 }
 
 }  // namespace
