@@ -5,11 +5,20 @@
 # made without it, fails (include/cronoq/detail/thread_safety.hpp). The
 # command line is the one of tests/clang_arguments.cmake.
 # -DCXX=<clang++> -DSOURCES_DIR=<src/driver> -DOWN_INCLUDE=<dir> and
-# |-separated INCLUDES, IMPLICIT, DEFINITIONS.
+# |-separated INCLUDES, IMPLICIT, DEFINITIONS; -DUNITY_DIR=<the cronoq
+# target's Unity folder> where the build batches sources: then the batches
+# are checked (every source of the target, the driver's among them, in a
+# few parses of the headers instead of one per source).
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../clang_arguments.cmake)
 cronoq_clang_arguments(arguments "-Wthread-safety;-Werror")
-file(GLOB_RECURSE sources ${SOURCES_DIR}/*.cpp)
+set(sources "")
+if(UNITY_DIR)
+    file(GLOB sources ${UNITY_DIR}/unity_*_cxx.cxx)
+endif()
+if(NOT sources)
+    file(GLOB_RECURSE sources ${SOURCES_DIR}/*.cpp)
+endif()
 list(SORT sources)
 set(failed "")
 foreach(source IN LISTS sources)
@@ -23,4 +32,4 @@ if(failed)
     message(FATAL_ERROR "the driver's locking does not check under ${CXX} -Wthread-safety:\n  ${failed}\n(${CXX} ${arguments} <source>)")
 endif()
 list(LENGTH sources n)
-message(STATUS "${n} driver sources checked under -Wthread-safety")
+message(STATUS "${n} driver sources (or batches of them) checked under -Wthread-safety")
