@@ -120,8 +120,9 @@ TEST(DriverFairness, APerKeyCapHoldsTheKeyBackAndNotTheOthers) {
                      .clock(std::make_shared<ManualClock>())
                      .pool(r.pool(4).fairness(FairnessConfig{{}, 2u}))
                      .build(io.get_executor());
-    for (int i = 0; i < 5; ++i) sched.try_submit(Task<int>(-1).fair_key("big")).value();
-    sched.try_submit(Task<int>(-1).fair_key("small")).value();
+    std::vector<TaskId> ids;
+    for (int i = 0; i < 5; ++i) ids.push_back(sched.try_submit(Task<int>(-1).fair_key("big")).value().id());
+    ids.push_back(sched.try_submit(Task<int>(-1).fair_key("small")).value().id());
     io.poll();
     EXPECT_EQ(count_of(r.keys, r.keys.size(), "big"), 2u);
     EXPECT_EQ(count_of(r.keys, r.keys.size(), "small"), 1u);
@@ -143,6 +144,13 @@ TEST(DriverFairness, APerKeyCapHoldsTheKeyBackAndNotTheOthers) {
     ASSERT_EQ(j["top_keys"].size(), 2u);
     EXPECT_EQ(j["top_keys"][0], (nlohmann::json{{"key", "big"}, {"ready", 3}, {"running", 2}}));
     EXPECT_EQ(j["top_keys"][1], (nlohmann::json{{"key", "small"}, {"ready", 0}, {"running", 1}}));
+
+    // The attempts wait for their cancel: without it their coroutines, and
+    // the scheduler they hold, would outlive the test.
+    for (const TaskId id : ids) EXPECT_TRUE(sched.cancel(id));
+    io.restart();
+    io.poll();
+    EXPECT_EQ(sched.snapshot().pools.at(0).busy, 0u);
 }
 
 TEST(DriverFairness, TopKeysAreTheTenWithTheMostReady) {

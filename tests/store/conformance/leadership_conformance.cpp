@@ -58,10 +58,11 @@ TEST_P(Leadership, AStandbyTakesOverAtOnceWhenTheLeaderReleases) {
 TEST_P(Leadership, ReadLeaseSaysWhoHoldsTheLeaseInWhichEpoch) {
     // What a standby's worker endpoint reads to name the leader
     // (docs/remote.md, Redirects).
+    // Before the stores: their destruction reports to the handlers.
+    Reports a, b;
     auto first = site().open(StoreOptions{60s});
     auto second = site().open(StoreOptions{60s});
     EXPECT_FALSE(second->journal().read_lease().held) << "nobody led yet";
-    Reports a, b;
     first->journal().lead(a.handlers());
     ASSERT_TRUE(a.wait_leading());
     auto lease = second->journal().read_lease();
