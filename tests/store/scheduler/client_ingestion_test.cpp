@@ -241,8 +241,6 @@ TEST_P(ClientIngestion, RowsAreIngestedInCommitOrder) {
     TestStore at(GetParam());
     auto runs = std::make_shared<Runs>();
     std::promise<void> gate;
-    // One Store for the leader and the client: a second SqliteStore::open in a
-    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
     auto sched = Durable::builder().pool(counted_pool("p", runs, gate.get_future().share())).store(client).open();
     auto& access = client->client_access();
@@ -262,8 +260,6 @@ TEST_P(ClientIngestion, UnderWaitASubmissionStaysInTheStoreUntilThereIsRoom) {
     auto runs = std::make_shared<Runs>();
     std::promise<void> gate;
     auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Wait);
-    // One Store for the leader and the client: a second SqliteStore::open in a
-    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
     auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
     auto& access = client->client_access();
@@ -294,8 +290,6 @@ TEST_P(ClientIngestion, UnderRejectASubmissionBeyondTheBoundEndsShedWithTheReaso
     auto runs = std::make_shared<Runs>();
     std::promise<void> gate;
     auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Reject);
-    // One Store for the leader and the client: a second SqliteStore::open in a
-    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
     auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
     auto& access = client->client_access();
@@ -330,8 +324,6 @@ TEST_P(ClientIngestion, ACancelFromAnotherProcessReachesARunningAttempt) {
             saw_cancel.set_value();
             co_return TaskError::permanent("cancelled");
         });
-    // One Store for the leader and the client: a second SqliteStore::open in a
-    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
     auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
     const TaskId id = submit_one(client->client_access(), client_row("long", "p"));
@@ -390,8 +382,6 @@ TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttem
 TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
     TestStore at(GetParam());
     auto runs = std::make_shared<Runs>();
-    // One Store for the leader and the client: a second SqliteStore::open in a
-    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
     auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate())).store(client).open();
     auto& access = client->client_access();
@@ -423,8 +413,6 @@ TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
 TEST_P(ClientIngestion, AClientsBatchIsAdmittedWholeOrEveryTaskEndsFailedNamingTheFirstError) {
     TestStore at(GetParam());
     auto runs = std::make_shared<Runs>();
-    // One Store for the leader and the client: a second SqliteStore::open in a
-    // process drops its other connections\' locks (docs/store.md, "Clients").
     auto client = at.open();
     auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
     auto& access = client->client_access();
