@@ -69,6 +69,13 @@ std::chrono::milliseconds fleet_lease() {
     return std::chrono::milliseconds(ms ? std::stoi(ms) : 2000);
 }
 
+/// The workers' initial_backoff: CRONOQ_FLEET_BACKOFF_MS, or
+/// RemoteWorkerOptions' default (200 ms); max_backoff stays its default (10 s).
+std::string fleet_backoff() {
+    const char* ms = std::getenv("CRONOQ_FLEET_BACKOFF_MS");
+    return "backoff_ms=" + std::string(ms ? ms : "200");
+}
+
 /// The time in a stamped line ("S <lease> <ns>", "K <ns>", "C <ns>").
 std::int64_t stamp_of(const std::string& line) { return std::stoll(line.substr(line.rfind(' ') + 1)); }
 
@@ -122,7 +129,7 @@ TEST(ServeWorkersPostgres, AFleetFollowsASigkilledLeaderAndEveryAcknowledgedTask
     std::vector<std::unique_ptr<Child>> workers;
     for (std::size_t i = 0; i < fleet; ++i)
         workers.push_back(std::make_unique<Child>(std::vector<std::string>{
-            "worker", target, "token=secret", "name=w" + std::to_string(i), "slots=2", "backoff_ms=200",
+            "worker", target, "token=secret", "name=w" + std::to_string(i), "slots=2", fleet_backoff(),
             "max_backoff_ms=10000", "stamp=1"}));
     Lines lines;  // after the children: it ends before them
     const std::vector<std::size_t> standbys{lines.add(*second.child), lines.add(*third.child)};
@@ -145,9 +152,10 @@ TEST(ServeWorkersPostgres, AFleetFollowsASigkilledLeaderAndEveryAcknowledgedTask
         return figures.first_completion >= 0 && figures.fleet_serving >= 0;
     })) << "after the kill: new leader " << figures.leads << " ms, first completion " << figures.first_completion
         << " ms, fleet " << figures.fleet_serving << " ms";
-    std::printf("fleet failover (leader_lease %lld ms): kill -> leads %.0f ms, -> first completion %.0f ms, "
+    std::printf("fleet failover (leader_lease %lld ms, worker %s): kill -> leads %.0f ms, -> first completion %.0f ms, "
                 "-> every worker serving %.0f ms\n",
-                static_cast<long long>(lease.count()), figures.leads, figures.first_completion, figures.fleet_serving);
+                static_cast<long long>(lease.count()), fleet_backoff().c_str(), figures.leads, figures.first_completion,
+                figures.fleet_serving);
     RecordProperty("kill_to_leads_ms", std::to_string(figures.leads));
     RecordProperty("kill_to_first_completion_ms", std::to_string(figures.first_completion));
     RecordProperty("kill_to_fleet_serving_ms", std::to_string(figures.fleet_serving));
