@@ -18,6 +18,8 @@
 //   S <lease> [<ns>]    a handler started (with stamp: when)
 //   I <lease> <fields>  the fields of an echo lease
 //   C <lease>           a blocked handler saw cancelled() complete
+//   W <lease>, D <lease>  with stamp: a wait_ms handler ended, not
+//                       cancelled (W) or cancelled (D)
 //   E <code> <what>     run() threw RemoteWorkerError
 //   X                   run() returned
 #include "remote_support.hpp"
@@ -98,6 +100,9 @@ asio::awaitable<Result<std::string>> handle(RemoteLease<std::string> lease) {
     if (verb == "wait_ms") {
         asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::milliseconds(std::stoi(arg)));
         co_await timer.async_wait(asio::use_awaitable);
+        // Cancelled: its stream was lost meanwhile (or it was aborted), and
+        // the outcome is dropped.
+        if (stamp_starts) say((lease.is_cancelled() ? "D " : "W ") + std::to_string(lease.id().value));
         co_return std::string("waited");
     }
     co_return TaskError::permanent("unknown payload " + payload);

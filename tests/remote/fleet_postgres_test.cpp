@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace cronoq::test::fleet_postgres_test {
@@ -90,20 +91,50 @@ Failover failover_of(const std::vector<Lines::Line>& lines, std::int64_t killed,
                      const std::vector<std::size_t>& workers) {
     Failover out;
     const auto ms = [&](std::int64_t at) { return static_cast<double>(at - killed) / 1e6; };
-    std::map<std::size_t, std::int64_t> first_start;  // by worker, after the kill
+    // By worker: the leases started after the kill, in order, each with
+    // how its handler ended ('W' not cancelled, 'D' cancelled, 0 not yet).
+    // A lease the dead leader sent just before the kill may start after
+    // it; its stream is lost, so it ends cancelled: it does not count.
+    struct Start {
+        std::string lease;
+        std::int64_t at;
+        char end = 0;
+    };
+    std::map<std::size_t, std::vector<Start>> started;
     for (const auto& line : lines) {
         const bool standby = std::count(standbys.begin(), standbys.end(), line.from) > 0;
-        if (standby && line.text.rfind("K ", 0) == 0 && out.leads < 0) out.leads = ms(stamp_of(line.text));
-        if (standby && line.text.rfind("C ", 0) == 0 && out.first_completion < 0)
-            out.first_completion = ms(stamp_of(line.text));
-        if (!standby && line.text.rfind("S ", 0) == 0 && !first_start.count(line.from) && stamp_of(line.text) > killed)
-            first_start[line.from] = stamp_of(line.text);
+        const char kind = line.text.empty() ? 0 : line.text[0];
+        if (standby && kind == 'K' && out.leads < 0) out.leads = ms(stamp_of(line.text));
+        if (standby && kind == 'C' && out.first_completion < 0) out.first_completion = ms(stamp_of(line.text));
+        if (standby) continue;
+        if (kind == 'S' && stamp_of(line.text) > killed)
+            started[line.from].push_back(Start{line.text.substr(2, line.text.find(' ', 2) - 2), stamp_of(line.text)});
+        if (kind == 'W' || kind == 'D') {
+            auto& mine = started[line.from];
+            for (auto it = mine.rbegin(); it != mine.rend(); ++it)
+                if (it->lease == line.text.substr(2) && it->end == 0) {
+                    it->end = kind;
+                    break;
+                }
+        }
     }
-    if (first_start.size() == workers.size()) {
-        std::int64_t last = 0;
-        for (const auto& [worker, at] : first_start) last = std::max(last, at);
-        out.fleet_serving = ms(last);
+    // A worker serves again at its first lease after the kill that ended
+    // not cancelled, once every lease it started before that is known to
+    // have been cancelled.
+    std::int64_t last = 0;
+    for (const std::size_t worker : workers) {
+        std::optional<std::int64_t> serving;
+        for (const Start& start : started[worker]) {
+            if (start.end == 0) return out;  // not known yet
+            if (start.end == 'W') {
+                serving = start.at;
+                break;
+            }
+        }
+        if (!serving) return out;
+        last = std::max(last, *serving);
     }
+    out.fleet_serving = ms(last);
     return out;
 }
 
