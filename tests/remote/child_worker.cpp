@@ -1,7 +1,9 @@
 // `test_remote --child worker key=value...`: a RemoteWorker<std::string,
 // std::string> in its own process. Keys: target, pool, token, slots, name,
 // label (name:value), ca, cert, key, drain_ms, backoff_ms (initial; max is
-// 8 times it), insecure_redirect_http (any value: set). SIGTERM calls stop().
+// 8 times it, or max_backoff_ms), insecure_redirect_http (any value: set),
+// stamp (any value: S lines end with the time, monotonic_ns()). SIGTERM
+// calls stop().
 // Payloads say what the handler does:
 //   echo:X        completes with X (and prints the lease's fields)
 //   fail:M        TaskError::retryable(M)      permanent:M  TaskError::permanent(M)
@@ -13,12 +15,15 @@
 //   reject_on:W   on worker W TaskError::reject("W"); elsewhere as who
 //   fail_until:N  TaskError::retryable before attempt N; then as who
 // It prints, one line each:
-//   S <lease>           a handler started
+//   S <lease> [<ns>]    a handler started (with stamp: when)
 //   I <lease> <fields>  the fields of an echo lease
 //   C <lease>           a blocked handler saw cancelled() complete
+//   W <lease>, D <lease>  with stamp: a wait_ms handler ended, not
+//                       cancelled (W) or cancelled (D)
 //   E <code> <what>     run() threw RemoteWorkerError
 //   X                   run() returned
 #include "remote_support.hpp"
+#include "replica_support.hpp"
 
 #include <cronoq/remote/remote_worker.hpp>
 
@@ -56,13 +61,14 @@ std::string fields(const RemoteLease<std::string>& lease) {
 
 // This process's worker name, for the verbs that depend on it.
 std::string worker_name;
+bool stamp_starts = false;
 
 asio::awaitable<Result<std::string>> handle(RemoteLease<std::string> lease) {
     const std::string& payload = *lease.payload();
     const auto colon = payload.find(':');
     std::string verb = payload.substr(0, colon);
     const std::string arg = colon == std::string::npos ? "" : payload.substr(colon + 1);
-    say("S " + std::to_string(lease.id().value));
+    say("S " + std::to_string(lease.id().value) + (stamp_starts ? " " + std::to_string(monotonic_ns()) : ""));
     const std::string who = worker_name + " attempt=" + std::to_string(lease.attempt());
     if (verb == "who") co_return who;
     if (verb == "hold_on") {
@@ -94,6 +100,9 @@ asio::awaitable<Result<std::string>> handle(RemoteLease<std::string> lease) {
     if (verb == "wait_ms") {
         asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::milliseconds(std::stoi(arg)));
         co_await timer.async_wait(asio::use_awaitable);
+        // Cancelled: its stream was lost meanwhile (or it was aborted), and
+        // the outcome is dropped.
+        if (stamp_starts) say((lease.is_cancelled() ? "D " : "W ") + std::to_string(lease.id().value));
         co_return std::string("waited");
     }
     co_return TaskError::permanent("unknown payload " + payload);
@@ -119,7 +128,9 @@ int worker_mode(const std::map<std::string, std::string>& args, const std::vecto
     if (args.count("drain_ms")) options.drain_timeout = std::chrono::milliseconds(std::stoi(args.at("drain_ms")));
     const int backoff_ms = args.count("backoff_ms") ? std::stoi(args.at("backoff_ms")) : 50;
     options.initial_backoff = std::chrono::milliseconds(backoff_ms);
-    options.max_backoff = std::chrono::milliseconds(8 * backoff_ms);
+    options.max_backoff =
+        std::chrono::milliseconds(args.count("max_backoff_ms") ? std::stoi(args.at("max_backoff_ms")) : 8 * backoff_ms);
+    stamp_starts = args.count("stamp") != 0;
 
     asio::io_context io;
     RemoteWorker<std::string, std::string> worker(options, handle);

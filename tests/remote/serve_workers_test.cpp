@@ -4,17 +4,14 @@
 // serves leases; a worker follows the lead through a SIGKILL of the leader.
 // Replicas and workers are processes (child_replica.cpp, child_worker.cpp).
 #include "remote_support.hpp"
+#include "replica_support.hpp"
 
 #include <cronoq/blocking_scheduler.hpp>
 #include <cronoq/codec.hpp>
 #include <cronoq/remote/worker_server.hpp>
 #include <cronoq/store/sqlite_store.hpp>
 
-#include "cronoq/v1/workers.grpc.pb.h"
-
 #include <gtest/gtest.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 
 #include <csignal>
 #include <map>
@@ -25,56 +22,9 @@ namespace {
 using namespace std::chrono_literals;
 using Sched = BlockingScheduler<std::string, std::string>;
 
-/// A replica process; `port` once it printed "L <port>".
-struct Replica {
-    std::unique_ptr<Child> child;
-    std::uint16_t port = 0;
-    Replica(const std::filesystem::path& store, std::vector<std::string> more = {}) {
-        std::vector<std::string> args{"replica", "store=" + store.string()};
-        args.insert(args.end(), more.begin(), more.end());
-        child = std::make_unique<Child>(std::move(args));
-        const auto line = child->read_until("L ");
-        if (line) port = static_cast<std::uint16_t>(std::stoi(line->substr(2)));
-    }
-    std::string address() const { return "127.0.0.1:" + std::to_string(port); }
-    /// The acknowledged tasks it printed ("A t<i> <id>"), by key.
-    std::map<std::string, std::uint64_t> acknowledged(int n) {
-        std::map<std::string, std::uint64_t> out;
-        for (int i = 0; i < n; ++i) {
-            const auto line = child->read_until("A ");
-            if (!line) break;
-            const auto space = line->find(' ', 2);
-            out[line->substr(2, space - 2)] = std::stoull(line->substr(space + 1));
-        }
-        return out;
-    }
-};
-
-/// What a refusal of `register` carried: its code and trailing metadata.
-struct Refusal {
-    grpc::StatusCode code = grpc::StatusCode::OK;
-    std::string message;
-    std::map<std::string, std::string> trailers;
-};
-
-Refusal register_at(const std::string& address) {
-    auto stub = v1::Workers::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer secret");
-    auto stream = stub->Work(&context);
-    v1::WorkerMessage message;
-    message.mutable_register_()->set_pool("work");
-    message.mutable_register_()->set_slots(1);
-    message.mutable_register_()->set_protocol_version(3);
-    stream->Write(message);
-    v1::ServerMessage reply;
-    while (stream->Read(&reply))
-        if (reply.has_registered()) stream->WritesDone();  // accepted: end it
-    const grpc::Status status = stream->Finish();
-    Refusal out{status.error_code(), status.error_message(), {}};
-    for (const auto& [key, value] : context.GetServerTrailingMetadata())
-        out.trailers[std::string(key.data(), key.size())] = std::string(value.data(), value.size());
-    return out;
+/// A replica process on the SQLite store `file`.
+Replica sqlite_replica(const std::filesystem::path& file, std::vector<std::string> more = {}) {
+    return Replica({"store=" + file.string()}, std::move(more));
 }
 
 Sched::Builder replica_builder(const std::filesystem::path& file, WorkerServerConfig config) {
@@ -124,7 +74,7 @@ TEST(ServeWorkers, AStandbyServesFromOpenRefusesWithARedirectAndServesOnceItLead
     EXPECT_EQ(register_at("127.0.0.1:" + std::to_string(leader_port)).code, grpc::StatusCode::OK);
 
     // A standby: bound before it leads (on_listening), refusing with a redirect.
-    Replica standby(dir.file("s.db"));
+    Replica standby = sqlite_replica(dir.file("s.db"));
     ASSERT_NE(standby.port, 0);
     const Refusal refused = register_at(standby.address());
     EXPECT_EQ(refused.code, grpc::StatusCode::FAILED_PRECONDITION);
@@ -140,34 +90,19 @@ TEST(ServeWorkers, AStandbyServesFromOpenRefusesWithARedirectAndServesOnceItLead
     EXPECT_EQ(register_at("127.0.0.1:" + std::to_string(leader_port)).code, grpc::StatusCode::UNAVAILABLE);
 }
 
-/// Every acknowledged task ended Succeeded in the store, once.
 void expect_all_succeeded(const std::filesystem::path& file, const std::map<std::string, std::uint64_t>& acknowledged,
                           Child& new_leader) {
-    std::map<std::string, int> finished;
-    for (std::size_t i = 0; i < acknowledged.size(); ++i) {
-        const auto line = new_leader.read_until("F ", [](const std::string& seen) {
-            if (seen.rfind("T ", 0) == 0) ADD_FAILURE() << "a task did not succeed: " << seen;
-        });
-        ASSERT_TRUE(line) << "the new leader did not report every task";
-        ++finished[line->substr(2, line->find(' ', 2) - 2)];
-    }
-    auto store = SqliteStore::open(file);
-    for (const auto& [key, id] : acknowledged) {
-        EXPECT_EQ(finished[key], 1) << key;
-        const auto row = store->get_task(TaskRef(TaskId{id}));
-        ASSERT_TRUE(row) << key;
-        EXPECT_EQ(row->status, TaskStatus::Succeeded) << key;
-    }
+    test::expect_all_succeeded(*SqliteStore::open(file), acknowledged, new_leader);
 }
 
 TEST(ServeWorkers, AWorkerFollowsTheLeadThroughASigkillOfTheLeader) {
     ScratchDir dir;
     constexpr int tasks = 16;
-    Replica first(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"});
+    Replica first = sqlite_replica(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"});
     ASSERT_EQ(first.child->read_until("O"), "O");
     const auto acknowledged = first.acknowledged(tasks);
     ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
-    Replica second(dir.file("s.db"), {"await=" + std::to_string(tasks)});
+    Replica second = sqlite_replica(dir.file("s.db"), {"await=" + std::to_string(tasks)});
     ASSERT_NE(second.port, 0);
     // A target listing both replicas, the leader first.
     Child worker({"worker", "target=ipv4:" + first.address() + "," + second.address(), "token=secret", "name=w",
@@ -182,11 +117,11 @@ TEST(ServeWorkers, AWorkerFollowsTheLeadThroughASigkillOfTheLeader) {
 TEST(ServeWorkers, AWorkerReachingAStandbyIsRedirectedToTheLeaderAndFollowsItsSigkill) {
     ScratchDir dir;
     constexpr int tasks = 16;
-    Replica first(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"});
+    Replica first = sqlite_replica(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"});
     ASSERT_EQ(first.child->read_until("O"), "O");
     const auto acknowledged = first.acknowledged(tasks);
     ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
-    Replica second(dir.file("s.db"), {"await=" + std::to_string(tasks)});
+    Replica second = sqlite_replica(dir.file("s.db"), {"await=" + std::to_string(tasks)});
     ASSERT_NE(second.port, 0);
     // The standby names the leader's advertised endpoint (its default: the
     // scheme, the listen host and the bound port).

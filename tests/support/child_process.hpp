@@ -31,6 +31,8 @@ public:
     void signal(int signal_number);
     /// Waits for the child to end; its exit status, or 128 + signal.
     int wait();
+    /// Whether `wait` reaped it (its pid may name another process since).
+    bool reaped() const { return reaped_; }
     pid_t pid() const { return pid_; }
 
 private:
