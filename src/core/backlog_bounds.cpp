@@ -1,5 +1,6 @@
 #include "backlog_bounds.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace cronoq::core {
@@ -29,25 +30,30 @@ void BacklogBounds::mark_full(std::size_t pool) {
 }
 
 void BacklogBounds::link_ready(std::uint32_t s) {
-    TaskSlot& t = tasks_[s];
+    const TaskSlot& t = tasks_[s];
     PoolLists& l = lists_[t.pool];
     const std::size_t c = index_of(t.priority);
-    t.older = l.newest[c];
-    t.newer = no_slot;
-    if (t.older != no_slot)
-        tasks_[t.older].newer = s;
+    // Sized by the largest slot linked: the slots of an engine that never
+    // sheds have no links at all.
+    if (s >= links_.size()) links_.resize(std::max<std::size_t>(s + 1, links_.size() * 2));
+    Links& k = links_[s];
+    k.older = l.newest[c];
+    k.newer = no_slot;
+    if (k.older != no_slot)
+        links_[k.older].newer = s;
     else
         l.oldest[c] = s;
     l.newest[c] = s;
 }
 
 void BacklogBounds::unlink_ready(std::uint32_t s) {
-    TaskSlot& t = tasks_[s];
+    const TaskSlot& t = tasks_[s];
     PoolLists& l = lists_[t.pool];
     const std::size_t c = index_of(t.priority);
-    (t.older != no_slot ? tasks_[t.older].newer : l.oldest[c]) = t.newer;
-    (t.newer != no_slot ? tasks_[t.newer].older : l.newest[c]) = t.older;
-    t.older = t.newer = no_slot;
+    Links& k = links_[s];
+    (k.older != no_slot ? links_[k.older].newer : l.oldest[c]) = k.newer;
+    (k.newer != no_slot ? links_[k.newer].older : l.newest[c]) = k.older;
+    k.older = k.newer = no_slot;
 }
 
 BacklogBounds::Room BacklogBounds::make_room_when_bounded(PoolId pool, Priority priority, std::string& why) {

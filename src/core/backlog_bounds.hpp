@@ -21,7 +21,7 @@ namespace cronoq::core {
 class BacklogBounds {
 public:
     /// Reads the pools' counters and configs and links the tasks' shed
-    /// lists (TaskSlot::older/newer); both outlive it.
+    /// lists (by slot, here); both outlive it.
     BacklogBounds(const Bounds& global, TaskTable& tasks, const std::vector<PoolState>& pools)
         : global_(global), tasks_(tasks), pools_(pools) {}
 
@@ -65,8 +65,16 @@ private:
     std::uint32_t pick_victim(PoolId pool, Priority priority, bool pool_full) const;
     void announce(Outbox& out);
 
+    // A ready task's neighbours in its shed list, by slot: beside the task
+    // table, not in its slots, since only pools that may shed use them.
+    struct Links {
+        std::uint32_t older = no_slot;
+        std::uint32_t newer = no_slot;
+    };
+
     Bounds global_;
     TaskTable& tasks_;
+    std::vector<Links> links_;
     const std::vector<PoolState>& pools_;
     std::vector<PoolLists> lists_;
     std::size_t full_pools_ = 0;

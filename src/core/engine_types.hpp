@@ -68,7 +68,8 @@ struct RunTimeMean {
 // slots, and a dispatch decision reads the slot of each queue head it
 // compares. What only some tasks have lives out of line:
 // a running attempt's state and the rare spec fields in the TaskTable
-// (`run`, `extras`), a fixed start in the WaitingRoom and resource needs
+// (`run`, `extras`), the shed lists in the BacklogBounds, a fixed start in
+// the WaitingRoom and resource needs
 // in the ResourceGate (both by task id). Aligned, so that a
 // slot is one line and not the end of one and the start of the next.
 struct alignas(64) TaskSlot {
@@ -79,10 +80,10 @@ struct alignas(64) TaskSlot {
     PoolId pool = 0;
     KindId kind = 0;
     std::uint32_t attempt = 0;
-    // Ready tasks of a (pool, class) in the order they became ready, for
-    // shedding: only in pools that may shed.
-    std::uint32_t older = no_slot;
-    std::uint32_t newer = no_slot;
+    // When it was admitted (restored: when it came back), for inspection
+    // (Engine::scan): here, where admission writes the line anyway; in an
+    // array of its own each admission missed cache on it.
+    Time admitted{};
     std::uint32_t extras = no_slot;  // its TaskExtras, if it has any (kept until it is forgotten: the key)
     std::uint32_t run = no_slot;     // its AttemptState while Running
     std::uint32_t fair_key = 0;      // its interned fair key (TaskTable::fair_keys); 0: ""

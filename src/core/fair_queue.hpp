@@ -18,7 +18,11 @@
 // A key holds state only while it has entries (ready tasks, or stale
 // entries not yet dropped); its state goes when its last entry is taken.
 // The key "" (id 0, every task without a fair key) lives outside the map:
-// a pool whose tasks have no keys pays no lookup.
+// a pool whose tasks have no keys pays no lookup. While it is the only key
+// with state here (no task of the class has a key), it stays out of the
+// heap too: a class of unkeyed tasks is a plain FIFO, with no heap entry
+// made and dropped each time it empties and fills again (the common case
+// of every class but the one holding the backlog).
 //
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
@@ -56,6 +60,7 @@ public:
     /// The slot at the front of the key on top, stale or not, without a
     /// change: what the next decision will likely read.
     std::optional<std::uint32_t> peek() const {
+        if (alone()) return unkeyed_.fifo.empty() ? std::nullopt : std::optional(unkeyed_.fifo.front().slot);
         if (heap_.empty()) return std::nullopt;
         const KeyQueue* k = find(heap_.front().key);
         if (!k || k->fifo.empty()) return std::nullopt;
@@ -67,6 +72,7 @@ public:
     /// of keys they leave empty; empty when no key has a live task.
     template <class Live>
     std::optional<std::uint32_t> head(Live&& live) {
+        if (alone()) return unkeyed_head(live);
         while (!heap_.empty()) {
             const HeapEntry top = heap_.front();
             KeyQueue* k = find(top.key);
@@ -81,6 +87,7 @@ public:
             if (!k->fifo.empty()) return k->fifo.front().slot;
             pop_heap();
             erase(top.key);
+            if (alone()) return unkeyed_head(live);  // the last key went: "" left the heap
         }
         return std::nullopt;
     }
@@ -93,6 +100,12 @@ public:
     template <class Live, class Older>
     std::optional<std::uint32_t> oldest(Live&& live, Older&& older) {
         std::optional<std::uint32_t> best;
+        if (alone()) {
+            if (unkeyed_.parked) return best;
+            drop_stale(unkeyed_, live);
+            if (!unkeyed_.fifo.empty()) best = unkeyed_.fifo.front().slot;
+            return best;
+        }
         for (const HeapEntry& e : heap_) {
             KeyQueue* k = find(e.key);
             if (!k || k->live_order != e.order || k->parked) continue;
@@ -112,6 +125,15 @@ public:
     /// to its key's tag, and the key, if it has more, waits one step more.
     /// Returns its slot.
     std::uint32_t pop() {
+        if (alone()) {
+            KeyQueue& k = unkeyed_;
+            const std::uint32_t slot = k.fifo.front().slot;
+            k.fifo.pop_front();
+            --entries_;
+            vtime_ = k.finish;
+            k.finish += k.step;
+            return slot;
+        }
         const FairKeyId key = heap_.front().key;
         KeyQueue& k = *find(key);
         const std::uint32_t slot = k.fifo.front().slot;
@@ -125,7 +147,7 @@ public:
         }
         k.finish += k.step;
         if (heap_.size() == 1) {
-            // Alone (a pool whose tasks have no keys): its entry stays on top.
+            // Alone (every other key parked): its entry stays on top.
             heap_.front().finish = k.finish;
             return slot;
         }
@@ -144,7 +166,7 @@ public:
         KeyQueue* k = find(key);
         if (!k || k->fifo.empty()) return;  // no backlog here: nothing to balance
         k->finish += k->step;
-        if (!k->parked) push_heap(key, *k);
+        if (!k->parked && !alone()) push_heap(key, *k);
     }
 
     /// The key's weight from its next step on (Scheduler::set_fair_weight).
@@ -164,7 +186,7 @@ public:
         k->parked = false;
         if (k->fifo.empty()) return erase(key);
         k->finish = std::max(k->finish, vtime_ + k->step);
-        push_heap(key, *k);
+        if (!alone()) push_heap(key, *k);
     }
 
     /// Keys holding entries (live or stale), parked ones included.
@@ -196,6 +218,8 @@ private:
     KeyQueue& key_queue(FairKeyId key) {
         if (key == 0) return unkeyed_;
         if (const std::uint32_t* i = index_.find(key)) return states_[*i];
+        // The first keyed state: "" competes from now on, in the heap.
+        if (alone() && !unkeyed_.fifo.empty() && !unkeyed_.parked) push_heap(0, unkeyed_);
         const std::uint32_t i = states_.acquire();
         index_.insert(key, i);
         return states_[i];
@@ -213,6 +237,9 @@ private:
         }
         const std::uint32_t i = *index_.find(key);
         index_.erase(key);
+        // No keyed state left: what the heap holds is stale, or the entry
+        // of "", which goes on outside it.
+        if (alone()) heap_.clear();
         // A small ring keeps its storage for the next key that takes the
         // entry: a key that comes and goes (one task at a time in a class)
         // costs no allocation.
@@ -227,7 +254,23 @@ private:
 
     void activate(FairKeyId key, KeyQueue& k) {
         k.finish = vtime_ + k.step;
-        push_heap(key, k);
+        if (!alone()) push_heap(key, k);
+    }
+    // No key but "" has state here: "" is served without the heap.
+    bool alone() const { return index_.size() == 0; }
+    template <class Live>
+    void drop_stale(KeyQueue& k, Live& live) {
+        while (!k.fifo.empty() && !live(k.fifo.front())) {
+            k.fifo.pop_front();
+            --entries_;
+        }
+    }
+    template <class Live>
+    std::optional<std::uint32_t> unkeyed_head(Live& live) {
+        if (unkeyed_.parked) return std::nullopt;
+        drop_stale(unkeyed_, live);
+        if (unkeyed_.fifo.empty()) return std::nullopt;
+        return unkeyed_.fifo.front().slot;
     }
     // The heap is 4-ary: a served key's tag grows past every other, so it
     // sinks to the bottom on most decisions; four children per level halve

@@ -30,7 +30,6 @@ public:
             return s;
         }
         slots_.emplace_back();
-        admitted_.emplace_back();
         return static_cast<std::uint32_t>(slots_.size() - 1);
     }
     /// Frees the slot of a forgotten task, its id and its extras.
@@ -54,10 +53,9 @@ public:
     bool live(detail::QueueRef r) const { return slots_[r.slot].gen == r.gen; }
     void prefetch(std::uint32_t s) const { __builtin_prefetch(&slots_[s]); }
 
-    /// When the task in slot `s` was admitted (restored: when it came back);
-    /// beside the slots, not in them: only an inspection reads it.
-    void set_admitted(std::uint32_t s, Time at) { admitted_[s] = at; }
-    Time admitted(std::uint32_t s) const { return admitted_[s]; }
+    /// When the task in slot `s` was admitted (restored: when it came back).
+    void set_admitted(std::uint32_t s, Time at) { slots_[s].admitted = at; }
+    Time admitted(std::uint32_t s) const { return slots_[s].admitted; }
     /// Slots in use (live and retained tasks).
     std::size_t held() const { return slots_.size() - free_.size(); }
     /// No task id below this was ever admitted here (a scan stops at it).
@@ -159,7 +157,6 @@ public:
 
 private:
     std::vector<TaskSlot, detail::LargeAllocator<TaskSlot>> slots_;
-    std::vector<Time, detail::LargeAllocator<Time>> admitted_;  // by slot
     std::vector<std::uint32_t> free_;
     std::uint64_t lowest_id_ = std::numeric_limits<std::uint64_t>::max();
     detail::Slab<TaskExtras> extras_;      // TaskSlot::extras

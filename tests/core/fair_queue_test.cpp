@@ -149,5 +149,49 @@ TEST(FairQueue, AWeightChangeAppliesFromTheNextStep) {
     EXPECT_NEAR(count[1], 20, 2);
 }
 
+// The key "" is served outside the heap while it is the only key with state
+// (a class without keyed tasks): the order and the shares must not tell.
+TEST(FairQueue, TheKeyEmptyAloneIsAFifoAndSharesOnceAKeyArrives) {
+    Fixture f;
+    std::vector<std::uint32_t> unkeyed;
+    for (int i = 0; i < 100; ++i) unkeyed.push_back(f.add(0));
+    std::vector<std::uint32_t> got;
+    for (int i = 0; i < 30; ++i) got.push_back(*f.take());
+    // Key 5 arrives: "" competes from its tag on, one step each.
+    for (int i = 0; i < 10; ++i) f.add(5);
+    auto count = f.serve(20);
+    EXPECT_EQ(count[0], 10);
+    EXPECT_EQ(count[5], 10);
+    EXPECT_EQ(f.q.keys(), 1u);  // key 5 served out: its state went
+    // Alone again: parked, it gives nothing; back, it goes on in order.
+    f.q.park(0);
+    EXPECT_EQ(f.take(), std::nullopt);
+    f.q.unpark(0);
+    f.q.charge(0);  // a charge alone changes no order
+    while (auto s = f.take()) got.push_back(*s);
+    std::vector<std::uint32_t> expected(unkeyed.begin(), unkeyed.begin() + 30);
+    expected.insert(expected.end(), unkeyed.begin() + 40, unkeyed.end());
+    EXPECT_EQ(got, expected);
+    EXPECT_EQ(f.q.keys(), 0u);
+    EXPECT_EQ(f.q.entries(), 0u);
+}
+
+TEST(FairQueue, AKeyLeavingStaleFromTheTopHandsBackToTheKeyEmpty) {
+    Fixture f;
+    const auto a = f.add(0);
+    const auto b = f.add(0);
+    const auto dead = f.add(5, 10.0);  // a tenth of a step: its tag is least
+    f.dead.insert(dead);
+    // Key 5's only task is stale: dropping it drops key 5's state, and ""
+    // is served outside the heap from there on.
+    EXPECT_EQ(f.take(), a);
+    EXPECT_EQ(f.q.keys(), 1u);
+    const auto c = f.add(0);
+    EXPECT_EQ(f.take(), b);
+    EXPECT_EQ(f.take(), c);
+    EXPECT_EQ(f.take(), std::nullopt);
+    EXPECT_EQ(f.q.entries(), 0u);
+}
+
 }  // namespace
 }  // namespace cronoq::core::detail
