@@ -1,9 +1,10 @@
 #pragma once
 // The marks a client puts in a row's options for its leader: one on the
 // rows of one `Client::submit_batch` (below), one on a `Client::retry`'s
-// row (at the end). The batch's mark makes the leader admit the rows together, all or nothing, as a local
-// `submit_batch` (docs/store.md, "Clients"). It lives in the task's options
-// text (the store never reads it) as
+// row (at the end). The batch's mark makes the leader admit the rows
+// together, all or nothing, as a local `submit_batch` (docs/store.md,
+// "Clients"). It lives in the task's options text (the store never reads
+// it) as
 //     "client_batch": {"id": "<hex>", "size": <rows>, "index": <0-based>}
 // The rows of one batch are committed in one transaction, so their inbox
 // entries are consecutive in commit order; `size` tells the leader whether

@@ -1,7 +1,7 @@
 #pragma once
 // The leader's ingestion of what clients of its store committed
-// (docs/store.md, "Clients"): submissions, cancels, pauses and resumes read from the
-// store's inbox, in commit order, through the one admission entry
+// (docs/store.md, "Clients"): submissions, cancels, pauses and resumes
+// read from the store's inbox, in commit order, through the one admission entry
 // (AdmitMode::Ingesting) with the row's id, and each entry taken
 // (InboxTaken) in the same batch as what the leader made of it. Woken only
 // by the store (`on_inbox`) or by room made for a submission that waits:
