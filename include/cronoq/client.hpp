@@ -211,12 +211,35 @@ public:
         co_return co_await std::move(reading);
     }
 
+    /// As `Scheduler::pause`, from any process: commits the pause for the
+    /// pool's leader, which applies it once, as a local pause (it dispatches
+    /// nothing new, its running attempts finish; durable: the next leader
+    /// starts it paused). With no leader running, the next one applies it
+    /// as it starts leading (docs/guide/replicas.md, "Pause and resume").
+    ///
+    /// Completion: once committed (not once applied). Throws
+    /// SubmitException: `Invalid` for an empty name, `UnknownPool` for a
+    /// pool no leader declares (as `submit` checks a task's pool: before
+    /// any leader wrote its configuration, any name is committed, and the
+    /// leader logs and drops one it does not know); StoreError.
+    ///
+    /// Asio cancellation: honours `terminal` and `partial` (the pause may be
+    /// committed all the same).
+    asio::awaitable<void> pause(std::string pool) { return set_paused(std::move(pool), true); }
+    /// As `pause`, for `Scheduler::resume`.
+    asio::awaitable<void> resume(std::string pool) { return set_paused(std::move(pool), false); }
+
     asio::any_io_executor get_executor() const { return executor_; }
 
 private:
     friend struct detail::Access;
     template <class P2, class O2>
     friend class BlockingClient;
+    asio::awaitable<void> set_paused(std::string pool, bool paused) {
+        auto core = core_;
+        auto setting = core->run([c = core.get(), pool = std::move(pool), paused] { c->set_paused(pool, paused); });
+        co_await std::move(setting);
+    }
     Client(std::shared_ptr<detail::ClientCore> core, asio::any_io_executor executor)
         : core_(std::move(core)), executor_(std::move(executor)) {}
 
@@ -277,6 +300,10 @@ public:
         return wrap(*id);
     }
     TaskPage query(const TaskQuery& q) { return core_->query(q); }
+    /// As `Client::pause`: returns once committed; throws SubmitException.
+    void pause(const std::string& pool) { core_->set_paused(pool, true); }
+    /// As `Client::resume`.
+    void resume(const std::string& pool) { core_->set_paused(pool, false); }
 
 private:
     explicit BlockingClient(std::shared_ptr<detail::ClientCore> core) : core_(std::move(core)) {}

@@ -129,7 +129,9 @@ public:
 
     // A retry is a new submission from the old row's payload and options
     // (docs/guide/replicas.md, "Retry from a client"), committed as any
-    // client submission: the leader ingests it like the others.
+    // client submission: the leader ingests it like the others. A key moves
+    // to it in the client's transaction, and the row's mark has the leader
+    // move it in its engine too, as Scheduler::retry does.
     std::optional<TaskId> retry(const TaskRef& task) override {
         auto old = store_->journal().read_task(task);
         if (!old || !client_retryable_end(old->status)) return std::nullopt;
@@ -146,21 +148,35 @@ public:
         r.key = old->key;
         if (auto refusal = ClientRows::check(r, config()))
             throw SubmitException(refusal->first, std::move(refusal->second));
-        std::vector<store::TaskRow> rows;
-        rows.push_back(rows_.row(std::move(old->payload), r));
-        const store::ClientSubmitted submitted = access_.submit(std::move(rows)).at(0);
-        // A key resolves to a task that ended within the leader's retention:
-        // then the store inserted nothing, and the key cannot move from a
-        // client (docs/guide/replicas.md, "Retry from a client").
-        if (!submitted.created)
-            throw SubmitException(SubmitError::Invalid,
-                                  "the key \"" + *r.key + "\" still resolves to task " + std::to_string(submitted.id.value) +
-                                      ", which ended within the leader's retention: retry it on the leader "
-                                      "(Scheduler::retry), which moves the key");
-        return submitted.id;
+        store::TaskRow row = rows_.row(std::move(old->payload), r);
+        if (!r.key) {
+            std::vector<store::TaskRow> rows;
+            rows.push_back(std::move(row));
+            return access_.submit(std::move(rows)).at(0).id;
+        }
+        row.options = mark_client_retry(row.options, old->id);
+        // A task other than the old one holding the key (the leader's retry
+        // of it, committed first) gives that task.
+        return access_.retry(old->id, std::move(row)).id;
     }
 
     TaskPage query(const TaskQuery& query) override { return store_->query(query); }
+
+    // The pool is checked as a task's is (ClientRows::check), so that an
+    // unknown pool is the same error as at submit.
+    void set_paused(const std::string& pool, bool paused) override {
+        if (pool.empty())
+            throw SubmitException(SubmitError::Invalid, std::string(paused ? "pause" : "resume") + ": no pool named");
+        TaskRequest r;
+        r.pool = pool;
+        auto refusal = ClientRows::check(r, config());
+        if (refusal && refusal->first == SubmitError::UnknownPool) {  // a leader may have started since
+            refresh_configs();
+            refusal = ClientRows::check(r, config());
+        }
+        if (refusal) throw SubmitException(refusal->first, std::move(refusal->second));
+        access_.set_paused(pool, paused);
+    }
 
     TaskStatus status(TaskId id) override {
         auto row = store_->get_task(TaskRef(id));

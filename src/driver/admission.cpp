@@ -15,6 +15,13 @@ bool needs_wall(const TaskRequest& r) { return r.deadline_at || r.deadline_in ||
 
 Admitted refusal(std::pair<SubmitError, std::string> why) { return {why.first, std::move(why.second)}; }
 
+/// `old` is a task the engine holds that ended so that it may be resubmitted.
+bool replaceable(const core::Engine& engine, TaskId old) {
+    if (old.value == 0) return false;
+    const auto status = engine.status(old);
+    return status && (*status == TaskStatus::Failed || *status == TaskStatus::DeadLettered || *status == TaskStatus::Cancelled);
+}
+
 }  // namespace
 
 void Admission::admit(const EngineHeld& held, core::Engine& engine, Submissions& group, AdmitMode mode, core::Time now) {
@@ -163,7 +170,10 @@ void Admission::admit_each(const EngineHeld& held, core::Engine& engine, Submiss
         const Encoded* encoded = s.encoded ? &*s.encoded : nullptr;
         auto record = make_record(spec.pool, std::move(s.request), at, encoded);
         spec.user = to_user(record.get());
-        auto id = engine.submit(spec, now);
+        // A client's retry moves the key of the task it replaces, as a
+        // local retry does (its transaction moved it in the store).
+        auto id = ingesting && replaceable(engine, s.replaces) ? engine.resubmit(s.replaces, spec, now)
+                                                                : engine.submit(spec, now);
         if (!id) {
             give_back(*record, s.request);
             group.result(i, {id.error(), id.message()});

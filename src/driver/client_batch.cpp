@@ -11,6 +11,7 @@ namespace cronoq::detail {
 
 namespace {
 constexpr const char* client_batch_field = "client_batch";
+constexpr const char* client_retry_field = "client_retry";
 }
 
 std::string new_client_batch_id() {
@@ -36,6 +37,19 @@ std::optional<ClientBatchMark> client_batch_of(std::string_view options) {
     mark.size = it->at("size").get<std::uint32_t>();
     mark.index = it->at("index").get<std::uint32_t>();
     return mark;
+}
+
+std::string mark_client_retry(std::string_view options, TaskId replaces) {
+    nlohmann::json j = nlohmann::json::parse(options);
+    j[client_retry_field] = {{"replaces", replaces.value}};
+    return j.dump();
+}
+
+std::optional<TaskId> client_retry_of(std::string_view options) {
+    const nlohmann::json j = nlohmann::json::parse(options);
+    const auto it = j.find(client_retry_field);
+    if (it == j.end()) return std::nullopt;
+    return TaskId{it->at("replaces").get<std::uint64_t>()};
 }
 
 }  // namespace cronoq::detail

@@ -1,12 +1,16 @@
 #pragma once
-// The mark a client puts on the rows of one `Client::submit_batch`, so that
-// the leader admits them together, all or nothing, as a local
-// `submit_batch` (docs/store.md, "Clients"). It lives in the task's options
-// text (the store never reads it) as
+// The marks a client puts in a row's options for its leader: one on the
+// rows of one `Client::submit_batch` (below), one on a `Client::retry`'s
+// row (at the end). The batch's mark makes the leader admit the rows
+// together, all or nothing, as a local `submit_batch` (docs/store.md,
+// "Clients"). It lives in the task's options text (the store never reads
+// it) as
 //     "client_batch": {"id": "<hex>", "size": <rows>, "index": <0-based>}
 // The rows of one batch are committed in one transaction, so their inbox
 // entries are consecutive in commit order; `size` tells the leader whether
 // one read of the inbox holds the whole batch.
+#include <cronoq/ids.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,5 +33,16 @@ std::string mark_client_batch(std::string_view options, const ClientBatchMark& m
 /// The mark in `options`, if any. Throws std::exception on text that is not
 /// task options, or on a malformed mark.
 std::optional<ClientBatchMark> client_batch_of(std::string_view options);
+
+/// `options` with the mark of a client's retry of the ended task
+/// `replaces`, whose key the client's transaction moved to the new row:
+///     "client_retry": {"replaces": <id>}
+/// so that the leader moves the key in its engine too, as
+/// `Scheduler::retry` does (docs/store.md, "Clients").
+std::string mark_client_retry(std::string_view options, TaskId replaces);
+
+/// The task a client's retry replaces, if `options` carry the mark. Throws
+/// std::exception as `client_batch_of`.
+std::optional<TaskId> client_retry_of(std::string_view options);
 
 }  // namespace cronoq::detail

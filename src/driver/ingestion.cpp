@@ -6,6 +6,7 @@
 
 #include "actions.hpp"
 #include "client_batch.hpp"
+#include "pool_pause.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -82,6 +83,7 @@ void Ingestion::decode(Incoming& in) const {
     // The mark first: a row of a batch that cannot be read fails its batch.
     try {
         in.batch = client_batch_of(row.options);
+        in.replaces = client_retry_of(row.options);
     } catch (const std::exception&) {
         // Unreadable options: the decode below says why.
     }
@@ -104,7 +106,7 @@ Ingestion::Read Ingestion::pass(std::size_t limit) {
     try {
         auto entries = d.journal().read_inbox(limit);
         in.reserve(entries.size());
-        for (store::InboxEntry& e : entries) in.push_back(Incoming{std::move(e), std::nullopt, std::nullopt, {}});
+        for (store::InboxEntry& e : entries) in.push_back(Incoming{std::move(e), std::nullopt, std::nullopt, std::nullopt, {}});
     } catch (const std::exception& e) {
         // The store calls on_inbox again (its safety poll at the latest).
         logger()->warn("store: reading clients' submissions failed: {}", e.what());
@@ -132,6 +134,12 @@ Ingestion::Read Ingestion::pass(std::size_t limit) {
     for (std::size_t i = 0; i < in.size();) {
         const store::InboxEntry& e = in[i].entry;
         if (s_.intake.taken(s_.held(), e.seq)) {
+            ++i;
+            continue;
+        }
+        if (e.op == store::InboxEntry::Op::Pause || e.op == store::InboxEntry::Op::Resume) {
+            pool_op(e, now);
+            took.push_back(e.seq);
             ++i;
             continue;
         }
@@ -195,6 +203,7 @@ bool Ingestion::submit(std::vector<Incoming>& in, std::size_t first, std::size_t
         Incoming& i = in[first + k];
         Submission& s = list.emplace_back(*i.request);
         s.row = &*i.entry.row;
+        if (i.replaces) s.replaces = *i.replaces;
         s.encoded = Encoded{i.entry.row->payload, {}, i.entry.row->submitted_at};
     }
     Group group(list);
@@ -237,6 +246,24 @@ void Ingestion::end_row(const store::TaskRow& row, TaskStatus status, std::strin
 // cancellation; a remote worker's abort). A task the engine does not hold
 // (ended, forgotten) is left as it is.
 void Ingestion::cancel(TaskId task, core::Time now) { s_.engine.cancel(task, now); }
+
+// As a local pause or resume; a pool this leader does not declare (a
+// client wrote it before any leader wrote its configuration) is dropped,
+// said in the log.
+void Ingestion::pool_op(const store::InboxEntry& e, core::Time now) {
+    const bool paused = e.op == store::InboxEntry::Op::Pause;
+    if (set_pool_paused(s_, e.pool, paused, now)) return;
+    s_.log([pool = e.pool, paused] {
+        logger()->warn("a client's {} of pool \"{}\" is dropped: no pool of that name here", paused ? "pause" : "resume",
+                       pool);
+    });
+}
+
+void Ingestion::recovered_pools(const EngineHeld& held, const std::vector<store::InboxEntry>& inbox, core::Time now) {
+    s_.holding(held);
+    for (const store::InboxEntry& e : inbox)
+        if (e.op == store::InboxEntry::Op::Pause || e.op == store::InboxEntry::Op::Resume) pool_op(e, now);
+}
 
 void Ingestion::recovered(const EngineHeld& held, const std::vector<store::InboxEntry>& inbox, core::Time now) {
     s_.holding(held);

@@ -1,7 +1,7 @@
 #pragma once
 // The leader's ingestion of what clients of its store committed
-// (docs/store.md, "Clients"): submissions and cancels read from the
-// store's inbox, in commit order, through the one admission entry
+// (docs/store.md, "Clients"): submissions, cancels, pauses and resumes
+// read from the store's inbox, in commit order, through the one admission entry
 // (AdmitMode::Ingesting) with the row's id, and each entry taken
 // (InboxTaken) in the same batch as what the leader made of it. Woken only
 // by the store (`on_inbox`) or by room made for a submission that waits:
@@ -32,6 +32,11 @@ public:
     /// In a step: room was made in a pool; a pass is posted if a client's
     /// submission waits for room.
     void room_made(const EngineHeld& held);
+    /// In recovery's step, before the restore (so that a pool a client
+    /// paused starts none of its tasks): the recovered entries' pauses and
+    /// resumes, applied in commit order after the paused pools the store
+    /// held (taken with every entry by `recovered`).
+    void recovered_pools(const EngineHeld& held, const std::vector<store::InboxEntry>& inbox, core::Time now);
     /// In recovery's step, after the restore (docs/store.md, "Clients"):
     /// the recovered entries' submissions came back with the other tasks;
     /// their cancels are applied now, and every entry is taken in the
@@ -46,6 +51,7 @@ private:
         store::InboxEntry entry;
         std::optional<TaskRequest> request;
         std::optional<ClientBatchMark> batch;
+        std::optional<TaskId> replaces;  // a client's retry of this ended task
         std::string problem;  // why the row cannot be admitted, when it cannot
     };
     enum class Read : std::uint8_t { Done, More, Incomplete };
@@ -64,6 +70,8 @@ private:
     void end_row(const store::TaskRow& row, TaskStatus status, std::string message, WallTime wall)
         CRONOQ_REQUIRES(s_.mu);
     void cancel(TaskId task, core::Time now) CRONOQ_REQUIRES(s_.mu);
+    /// A `Pause` or `Resume` entry.
+    void pool_op(const store::InboxEntry& e, core::Time now) CRONOQ_REQUIRES(s_.mu);
 
     SchedulerCore::State& s_;
 };

@@ -77,6 +77,7 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
         if (const auto pool = s_.engine.find_pool(name)) s_.engine.pause(*pool, now);
         s_.log([name] { logger()->info("recovery: pool \"{}\" stays paused", name); });
     }
+    Ingestion(s_).recovered_pools(s_.held(), recovered.inbox, now);
     fair_weights(recovered.fair_weights, now);
     for (const store::UnreadableRow& row : recovered.unreadable) fail(row.id, row.attempt, "decode: " + row.why, wall);
     // Each row comes back through the one admission entry, as a submission

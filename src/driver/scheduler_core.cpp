@@ -12,6 +12,7 @@
 #include "runtime/asio_internals.hpp"
 #include "event_queue.hpp"
 #include "actions.hpp"
+#include "pool_pause.hpp"
 #include "shutdown.hpp"
 #include "scheduler_state.hpp"
 #include "timers.hpp"
@@ -161,13 +162,8 @@ bool SchedulerCore::cancel(const TaskRef& ref) {
 
 bool SchedulerCore::set_paused(std::string_view name, bool paused) {
     State::Step step(*s_);
-    const auto pool = s_->engine.find_pool(name);
-    if (!pool) return false;
     const auto now = s_->clock->now();
-    const bool changed = paused ? s_->engine.pause(*pool, now) : s_->engine.resume(*pool, now);
-    // Only a change is written: a resume of a running pool writes nothing.
-    if (changed && s_->durable)
-        s_->durable->write(s_->held(), store::PoolPaused{std::string(name), paused, s_->clock->system_now()});
+    if (!set_pool_paused(*s_, name, paused, now)) return false;
     Actions(*s_).apply(s_->held(), now);
     return true;
 }

@@ -33,7 +33,8 @@ struct Submission {
     std::optional<Encoded> encoded;
     /// Why it is refused before the engine sees it (the encoder's word).
     std::optional<std::pair<SubmitError, std::string>> refused;
-    /// AdmitMode::Replacing: the ended task it replaces.
+    /// AdmitMode::Replacing: the ended task it replaces; AdmitMode::Ingesting:
+    /// the ended task a client's retry replaces (its key moves along), or 0.
     TaskId replaces{};
     /// AdmitMode::Restoring: the stored row it comes back from;
     /// AdmitMode::Ingesting: the row a client committed (its id is the task's).

@@ -103,6 +103,38 @@ StoredTask to_stored_task(TaskRow row) {
     return task;
 }
 
+namespace {
+constexpr std::string_view pause_op_prefix = "pause:";
+constexpr std::string_view resume_op_prefix = "resume:";
+}  // namespace
+
+std::string inbox_op_text(InboxEntry::Op op, std::string_view pool) {
+    switch (op) {
+        case InboxEntry::Op::Submit: return "submit";
+        case InboxEntry::Op::Cancel: return "cancel";
+        case InboxEntry::Op::Pause: return std::string(pause_op_prefix) + std::string(pool);
+        case InboxEntry::Op::Resume: return std::string(resume_op_prefix) + std::string(pool);
+    }
+    return {};
+}
+
+bool read_inbox_op(std::string_view text, InboxEntry& entry) {
+    if (text == "submit") {
+        entry.op = InboxEntry::Op::Submit;
+    } else if (text == "cancel") {
+        entry.op = InboxEntry::Op::Cancel;
+    } else if (text.starts_with(pause_op_prefix) && text.size() > pause_op_prefix.size()) {
+        entry.op = InboxEntry::Op::Pause;
+        entry.pool = text.substr(pause_op_prefix.size());
+    } else if (text.starts_with(resume_op_prefix) && text.size() > resume_op_prefix.size()) {
+        entry.op = InboxEntry::Op::Resume;
+        entry.pool = text.substr(resume_op_prefix.size());
+    } else {
+        return false;
+    }
+    return true;
+}
+
 // "fair_weight:<bytes of the pool name>:<pool><key>": the length keeps any
 // pool and key apart without escaping. The value is the double's bits, so
 // that a weight comes back exactly as set.

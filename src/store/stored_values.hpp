@@ -56,6 +56,14 @@ inline std::string paused_row_name(std::string_view pool) {
 /// The SQL condition that selects those rows (both dialects).
 inline constexpr const char* paused_rows_where = "substr(name, 1, 7) = 'paused:'";
 static_assert(paused_row_prefix.size() == 7);
+/// An inbox entry's `op` column (docs/store.md, "Clients"): "submit",
+/// "cancel", or "pause:<pool>" / "resume:<pool>" (the pool in the op's
+/// value: no schema change). `pool` is read for `Pause` and `Resume` only.
+std::string inbox_op_text(InboxEntry::Op op, std::string_view pool = {});
+/// Sets `entry.op` (and `entry.pool`) from the column's text; false for a
+/// text that names no op.
+bool read_inbox_op(std::string_view text, InboxEntry& entry);
+
 /// `columns` ("id, key, ...") each qualified by `table`: "t.id, t.key, ...",
 /// for a join that reads a task's columns as the row readers expect them.
 std::string qualified_columns(std::string_view columns, std::string_view table);

@@ -233,12 +233,20 @@ TEST_F(ToolTest, StatsWithoutALeaderHasNoLeaseExpiry) {
     EXPECT_EQ(lease.get<std::string>().size(), 24u);
 }
 
-// docs/store.md, "Paused pools": refused while a leader runs (it would not
-// see the row), written while none does, recovered by the next leader.
-TEST_F(ToolTest, PauseAndResumeOnlyWhileNoSchedulerLeads) {
-    const ToolRun refused = run_tool(dir, {"--store", file(), "pause", "emails"});
-    EXPECT_EQ(refused.status, 1);
-    EXPECT_NE(refused.err.find("a scheduler leads"), std::string::npos) << refused.err;
+// docs/store.md, "Paused pools": while a leader runs, committed to the
+// inbox for it (as a client's pause); written while none does, recovered by
+// the next leader.
+TEST_F(ToolTest, PauseAndResumeGoThroughTheInboxUnderALeaderAndWriteTheRowWithoutOne) {
+    const ToolRun queued = run_tool(dir, {"--store", file(), "--json", "pause", "emails"});
+    ASSERT_EQ(queued.status, 0) << queued.err;
+    EXPECT_EQ(nlohmann::json::parse(queued.out), (nlohmann::json{{"pool", "emails"}, {"paused", true}}));
+    ASSERT_EQ(run_tool(dir, {"--store", file(), "resume", "emails"}).status, 0);
+    const auto inbox = store->journal().read_inbox(10);
+    ASSERT_EQ(inbox.size(), 2u);
+    EXPECT_EQ(inbox[0].op, cronoq::store::InboxEntry::Op::Pause);
+    EXPECT_EQ(inbox[0].pool, "emails");
+    EXPECT_EQ(inbox[1].op, cronoq::store::InboxEntry::Op::Resume);
+    EXPECT_EQ(inbox[1].pool, "emails");
     store->journal().release();
     ASSERT_TRUE(reports.wait_lost());
     store.reset();
@@ -260,6 +268,7 @@ TEST_F(ToolTest, PauseAndResumeOnlyWhileNoSchedulerLeads) {
     ASSERT_TRUE(next_reports.wait_leading());
     ASSERT_TRUE(next_reports.recovered.has_value());
     EXPECT_EQ(next_reports.recovered->paused_pools, std::vector<std::string>{"emails"});
+    EXPECT_TRUE(next_reports.recovered->inbox.empty()) << "the later row did not supersede the queued pause and resume";
 }
 
 TEST_F(ToolTest, NumericArgumentsAreDigitsOnly) {

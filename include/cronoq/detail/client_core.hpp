@@ -108,6 +108,10 @@ public:
     /// cannot be submitted.
     virtual std::optional<TaskId> retry(const TaskRef& task) = 0;
     virtual TaskPage query(const TaskQuery& query) = 0;
+    /// `Client::pause` / `resume`: commits the entry for the leader. Throws
+    /// SubmitException (`Invalid` for no name, `UnknownPool` as `submit`
+    /// refuses a task's pool).
+    virtual void set_paused(const std::string& pool, bool paused) = 0;
     /// The committed status; throws std::out_of_range when the store no
     /// longer holds the task (pruned).
     virtual TaskStatus status(TaskId id) = 0;

@@ -67,10 +67,27 @@ public:
     /// std::invalid_argument, inserting nothing, for a row of another status.
     virtual std::vector<ClientSubmitted> submit(std::vector<TaskRow> rows) = 0;
 
+    /// `submit` of one row that retries the ended task `old` (a client's
+    /// `retry`; docs/store.md, "Clients"): in the same transaction `old`
+    /// gives up its key first, so that the row takes it over, as
+    /// `Scheduler::retry` moves it, unless a task other than `old` holds it
+    /// (then nothing is inserted and that task's id comes back: a retry
+    /// of `old` committed first). The caller
+    /// checked that `old` ended `Failed`, `DeadLettered` or `Cancelled`.
+    virtual ClientSubmitted retry(TaskId old, TaskRow row) = 0;
+
     /// Commits a cancel request for the task's leader. True when the task
     /// exists and had not ended as committed; false (and nothing queued)
     /// otherwise.
     virtual bool cancel(const TaskRef& task) = 0;
+
+    /// Commits a pause (`paused`) or a resume of `pool` for the leader,
+    /// which applies it as a local `Scheduler::pause` or `resume` does,
+    /// once, in commit order with the other entries (docs/store.md, "Paused
+    /// pools"). The name is not checked here: a client checks it against
+    /// the configurations first. Throws std::invalid_argument for an empty
+    /// name.
+    virtual void set_paused(const std::string& pool, bool paused) = 0;
 
     /// Of `ids`, those whose committed status is terminal, with it: one read
     /// for every handle a client awaits.

@@ -138,13 +138,17 @@ struct ConfigWritten {
 
 /// Something a client committed for a leader to take up.
 struct InboxEntry {
-    enum class Op : std::uint8_t { Submit, Cancel };
+    /// `Pause` and `Resume` name a pool (`pool`), not a task: the leader
+    /// applies them as a local pause or resume (docs/store.md, "Paused pools").
+    enum class Op : std::uint8_t { Submit, Cancel, Pause, Resume };
     /// Increasing in commit order among the entries one read returns.
     std::uint64_t seq = 0;
     Op op = Op::Submit;
     TaskId task{};
     /// `Submit`: the row as the client committed it.
     std::optional<TaskRow> row;
+    /// `Pause`, `Resume`: the pool.
+    std::string pool;
 };
 
 /// The leader took these entries up: they are removed in the transaction

@@ -20,6 +20,7 @@
 #include "store_impl.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace cronoq::store::postgres {
@@ -71,6 +72,16 @@ Connection& PostgresClientAccess::connection() const {
 }
 
 std::vector<ClientSubmitted> PostgresClientAccess::submit(std::vector<TaskRow> rows) {
+    return submit_rows(std::move(rows), std::nullopt);
+}
+
+ClientSubmitted PostgresClientAccess::retry(TaskId old, TaskRow row) {
+    std::vector<TaskRow> one;
+    one.push_back(std::move(row));
+    return submit_rows(std::move(one), old).at(0);
+}
+
+std::vector<ClientSubmitted> PostgresClientAccess::submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old) {
     check_client_rows(rows);
     const Names& n = names_;
     std::vector<std::string> keys;
@@ -88,6 +99,9 @@ std::vector<ClientSubmitted> PostgresClientAccess::submit(std::vector<TaskRow> r
     std::vector<Query> first{{"BEGIN", {}}};
     if (!locks.empty())
         first.push_back(Query{"SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", {Param(array_of(locks))}});
+    // After the key's lock, before its look-up: the key of a retried task
+    // is free for its retry.
+    if (old) first.push_back(Query{"UPDATE " + n.tasks + " SET key = NULL WHERE id = $1", {Param(to_int64(old->value))}});
     const std::size_t looked_up = first.size();
     for (const std::string& key : keys)
         first.push_back(Query{"SELECT id, status, updated_at FROM " + n.tasks + " WHERE key = $1 ORDER BY id DESC LIMIT 1",
@@ -175,6 +189,20 @@ bool PostgresClientAccess::cancel(const TaskRef& task) {
                           {Param(row.int64(0, 0)), Param(default_shard), Param(to_stored(system_clock::now()))}},
                     Query{"SELECT pg_notify('cronoq_inbox', $1)", {Param(n.schema)}}, Query{"COMMIT", {}}});
         return true;
+    });
+}
+
+void PostgresClientAccess::set_paused(const std::string& pool, bool paused) {
+    if (pool.empty()) throw std::invalid_argument("ClientAccess::set_paused: no pool");
+    const Names& n = names_;
+    std::lock_guard lock(mutex_);
+    Connection& c = connection();
+    const std::string op = inbox_op_text(paused ? InboxEntry::Op::Pause : InboxEntry::Op::Resume, pool);
+    rolling_back(c, [&] {
+        c.pipeline({Query{"BEGIN", {}}, Query{"SELECT pg_advisory_xact_lock($1::bigint)", {Param(inbox_lock_)}},
+                    Query{"INSERT INTO " + n.inbox + " (op, task_id, shard, committed_at) VALUES ($1, 0, $2, $3)",
+                          {Param(op), Param(default_shard), Param(to_stored(system_clock::now()))}},
+                    Query{"SELECT pg_notify('cronoq_inbox', $1)", {Param(n.schema)}}, Query{"COMMIT", {}}});
     });
 }
 

@@ -17,11 +17,7 @@ std::vector<InboxEntry> read_inbox(Connection& c, const Names& n, std::size_t li
         InboxEntry entry;
         entry.seq = static_cast<std::uint64_t>(r.int64(i, 14));
         const std::string op = r.text(i, 15);
-        if (op == "submit") {
-            entry.op = InboxEntry::Op::Submit;
-        } else if (op == "cancel") {
-            entry.op = InboxEntry::Op::Cancel;
-        } else {
+        if (!read_inbox_op(op, entry)) {
             std::string what = "inbox entry " + std::to_string(entry.seq);
             what += " in the PostgreSQL schema " + n.schema;
             what += " has an unknown op \"" + op;

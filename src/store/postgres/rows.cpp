@@ -335,6 +335,13 @@ bool apply_unless_led(Connection& c, const Names& n, const Change& change) {
         ChangeStatements statements(n, queries);
         statements.add(change);
         statements.finish();
+        // A pool's pauses and resumes that clients committed earlier are
+        // older than this word: the next leader must not apply them after
+        // it (docs/store.md, "Paused pools").
+        if (const auto* paused = std::get_if<PoolPaused>(&change))
+            queries.push_back(Query{"DELETE FROM " + n.inbox + " WHERE op IN ($1, $2)",
+                                    {Param(inbox_op_text(InboxEntry::Op::Pause, paused->pool)),
+                                     Param(inbox_op_text(InboxEntry::Op::Resume, paused->pool))}});
         c.pipeline(queries);
         applied = true;
     });

@@ -7,6 +7,7 @@
 #include "inbox.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -43,6 +44,16 @@ Connection& SqliteClientAccess::connection() const {
 }
 
 std::vector<ClientSubmitted> SqliteClientAccess::submit(std::vector<TaskRow> rows) {
+    return submit_rows(std::move(rows), std::nullopt);
+}
+
+ClientSubmitted SqliteClientAccess::retry(TaskId old, TaskRow row) {
+    std::vector<TaskRow> one;
+    one.push_back(std::move(row));
+    return submit_rows(std::move(one), old).at(0);
+}
+
+std::vector<ClientSubmitted> SqliteClientAccess::submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old) {
     check_client_rows(rows);
     std::lock_guard lock(mutex_);
     Connection& c = connection();
@@ -51,6 +62,8 @@ std::vector<ClientSubmitted> SqliteClientAccess::submit(std::vector<TaskRow> row
     // inserts.
     WriteTransaction transaction(c);
     if (!writer_) writer_.emplace(c);
+    // Before the look-ups: the key of a retried task is free for its retry.
+    if (old) writer_->apply(TaskKeyReleased{*old});
     const auto retention = written_retention(c);
     const WallTime now = system_clock::now();
     Statement by_key(c, "SELECT id, status, updated_at FROM tasks WHERE key = ?1 ORDER BY id DESC LIMIT 1");
@@ -99,6 +112,17 @@ bool SqliteClientAccess::cancel(const TaskRef& task) {
     queue.bind(1, to_int64(row->id.value)).bind(2, default_shard).bind(3, to_stored(system_clock::now())).run();
     transaction.commit();
     return true;
+}
+
+void SqliteClientAccess::set_paused(const std::string& pool, bool paused) {
+    if (pool.empty()) throw std::invalid_argument("ClientAccess::set_paused: no pool");
+    std::lock_guard lock(mutex_);
+    Connection& c = connection();
+    WriteTransaction transaction(c);
+    Statement queue(c, "INSERT INTO inbox (op, task_id, shard, committed_at) VALUES (?1, 0, ?2, ?3)");
+    queue.bind(1, inbox_op_text(paused ? InboxEntry::Op::Pause : InboxEntry::Op::Resume, pool));
+    queue.bind(2, default_shard).bind(3, to_stored(system_clock::now())).run();
+    transaction.commit();
 }
 
 std::vector<std::pair<TaskId, TaskStatus>> SqliteClientAccess::ended(const std::vector<TaskId>& ids) const {

@@ -7,8 +7,6 @@
 
 namespace cronoq::store::sqlite {
 
-std::string_view op_name(InboxEntry::Op op) { return op == InboxEntry::Op::Submit ? "submit" : "cancel"; }
-
 std::vector<InboxEntry> read_inbox(Connection& connection, std::size_t limit) {
     // The task's columns first, as read_row reads them; the entry's after.
     std::string sql = "SELECT " + qualified_columns(task_columns, "t");
@@ -21,9 +19,7 @@ std::vector<InboxEntry> read_inbox(Connection& connection, std::size_t limit) {
         InboxEntry entry;
         entry.seq = static_cast<std::uint64_t>(statement.int64(14));
         const std::string op = statement.text(15);
-        if (op == "submit") entry.op = InboxEntry::Op::Submit;
-        else if (op == "cancel") entry.op = InboxEntry::Op::Cancel;
-        else
+        if (!read_inbox_op(op, entry))
             throw StoreError(StoreErrorKind::Corrupt, "inbox entry " + std::to_string(entry.seq) + " in " +
                                                           connection.path().string() + " has an unknown op \"" +
                                                           op + "\"");

@@ -12,9 +12,6 @@
 
 namespace cronoq::store::sqlite {
 
-/// An entry's `op` as stored ("submit", "cancel").
-std::string_view op_name(InboxEntry::Op op);
-
 /// Up to `limit` entries, oldest first (commit order: one writer at a
 /// time), each submission with its task's row as stored now; a submission
 /// whose row is gone (pruned) comes without one.

@@ -1,6 +1,7 @@
 #include "lease.hpp"
 
 #include "../holder_identity.hpp"
+#include "../stored_values.hpp"
 
 #include <limits>
 
@@ -56,6 +57,14 @@ bool apply_unless_led(Connection& connection, const Change& change, WallTime now
     WriteTransaction transaction(connection);
     if (!takeable(read_leader(connection), now)) return false;
     ChangeWriter(connection).apply(change);
+    // A pool's pauses and resumes that clients committed earlier are
+    // older than this word: the next leader must not apply them after it
+    // (docs/store.md, "Paused pools").
+    if (const auto* paused = std::get_if<PoolPaused>(&change)) {
+        Statement superseded(connection, "DELETE FROM inbox WHERE op IN (?1, ?2)");
+        superseded.bind(1, inbox_op_text(InboxEntry::Op::Pause, paused->pool));
+        superseded.bind(2, inbox_op_text(InboxEntry::Op::Resume, paused->pool)).run();
+    }
     transaction.commit();
     return true;
 }

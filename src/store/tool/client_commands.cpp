@@ -118,4 +118,22 @@ int cancel_command(const ClientCommandLine& line) {
     return 0;
 }
 
+int pause_command(const ClientCommandLine& line) {
+    if (line.command.size() != 2) throw ClientUsageError{line.command[0] + " takes one pool"};
+    const bool paused = line.command[0] == "pause";
+    const std::string& pool = line.command[1];
+    auto client = ToolClient::open(open_store(line));
+    try {
+        if (paused) client.pause(pool);
+        else client.resume(pool);
+    } catch (const SubmitException& e) {
+        std::cerr << "cronoq-store: not " << (paused ? "paused" : "resumed") << ": " << e.what() << "\n";
+        return 1;
+    }
+    if (line.json) std::cout << dump(nlohmann::json{{"pool", pool}, {"paused", paused}}, -1) << "\n";
+    else
+        std::cerr << line.command[0] << " of pool \"" << pool << "\" committed: the leader applies it\n";
+    return 0;
+}
+
 }  // namespace cronoq::store::tool

@@ -1,5 +1,5 @@
 #pragma once
-// cronoq-store's `submit` and `cancel`: a store's client from the command
+// cronoq-store's `submit`, `cancel` (and `pause`/`resume` under a leader): a store's client from the command
 // line (docs/store.md, cronoq-store; docs/guide/replicas.md), through
 // cronoq::BlockingClient, so that the tool commits exactly what an
 // application's client would.
@@ -31,5 +31,10 @@ int submit_command(const ClientCommandLine& line);
 /// `cancel <id|key>`: commits a cancel for the task's leader. Exit status 0
 /// when the task had not ended, 1 when it is unknown or already ended.
 int cancel_command(const ClientCommandLine& line);
+
+/// `pause <pool>` / `resume <pool>` while a scheduler leads: commits the
+/// entry its leader applies (Client::pause / resume). Exit status 0, or 1
+/// with a message (a pool no leader declares, a store error).
+int pause_command(const ClientCommandLine& line);
 
 }  // namespace cronoq::store::tool

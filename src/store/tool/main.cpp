@@ -1,7 +1,8 @@
 // cronoq-store: inspects a cronoq store from the command line (docs/store.md,
 // cronoq-store).
 // Reads in short transactions, so it may run while a scheduler leads; pause and
-// resume write only while none does; submit and cancel commit as a client.
+// resume write the row while none leads, else commit as a client (as submit
+// and cancel do) for the leader to apply.
 #include "client_commands.hpp"
 #include "output.hpp"
 #include "sqlite/connection.hpp"
@@ -46,7 +47,7 @@ commands:
                                             prints its id once committed
   cancel <id|key>                           commit a cancel for the task's leader (reaches a running attempt)
   pause <pool> | resume <pool>              while no scheduler leads: the next leader starts the pool
-                                            paused (or running); refused while one leads
+                                            paused (or running); while one leads: committed for it to apply
 --schema names the PostgreSQL schema of the store (default cronoq).
 --json prints machine-readable output on stdout; messages go to stderr.
 )";
@@ -285,19 +286,22 @@ int prune(Reader& db, const Options& options) {
     return 0;
 }
 
-/// pause / resume: only while no scheduler leads. A leader keeps its pools'
-/// state in memory and would not see the row; the next leader would, so a
-/// change written under a running leader would take effect at some later
-/// takeover, by surprise (docs/store.md, "Paused pools").
+/// pause / resume: while no scheduler leads, the row itself, at once. A
+/// leader keeps its pools' state in memory and would not see the row (the
+/// next leader would, by surprise): under a leader the change goes through
+/// the store's inbox as a client's does, and the leader applies it
+/// (docs/store.md, "Paused pools").
 int set_paused(Reader& db, const Options& options) {
     expect_arguments(options.command, 2);
     const bool paused = options.command[0] == "pause";
     const std::string& pool = options.command[1];
     if (!db.apply_unless_led(PoolPaused{pool, paused, std::chrono::system_clock::now()})) {
-        std::cerr << "cronoq-store: a scheduler leads " << options.store << "; it would not see this change: "
-                  << options.command[0] << " the pool through it (Scheduler::" << options.command[0]
-                  << ", or the dashboard)\n";
-        return 1;
+        const tool::ClientCommandLine line{options.store, options.schema, options.json, options.command};
+        try {
+            return tool::pause_command(line);
+        } catch (const tool::ClientUsageError& error) {
+            throw UsageError{error.message};
+        }
     }
     if (options.json) std::cout << tool::dump(nlohmann::json{{"pool", pool}, {"paused", paused}}, -1) << "\n";
     else

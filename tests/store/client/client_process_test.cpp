@@ -162,4 +162,70 @@ TEST_P(ClientProcesses, ACancelFromAClientReachesARunningAttemptInTheLeadersProc
     }
 }
 
+// docs/guide/replicas.md, "Pause and resume": a client's pause reaches the
+// leader in another process, which applies it once and writes it for the
+// next leader; a client's resume reaches that next leader.
+TEST_P(ClientProcesses, APauseFromAClientReachesTheLeadersProcessAndOutlivesIt) {
+    test::TestStore store(GetParam());
+    test::Child leader({"client-leader", store.location(), "paced"});
+    ASSERT_EQ(leader.read_line(), "L");
+    auto client = test::TestClient::open(store.open());
+    client.pause("p");
+    // Ingested after the pause, in commit order: it never starts, and the
+    // cancel ends it without an attempt.
+    auto held = client.submit(Task<std::string>("held").pool("p"));
+    EXPECT_TRUE(client.cancel(TaskRef(held.id())));
+    try {
+        held.get();
+        ADD_FAILURE() << "a task of the paused pool ran";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Cancelled);
+        EXPECT_EQ(e.attempt(), 0u) << "a task of the paused pool started";
+    }
+    auto waits = client.submit(Task<std::string>("waits").pool("p"));
+    leader.signal(SIGKILL);
+    EXPECT_EQ(leader.wait(), 128 + SIGKILL);
+    // The pause was committed with the end above: the next leader starts
+    // the pool paused.
+    auto sched = test::Durable::builder().pool(test::paced_pool(0ms)).store(store.open()).open();
+    EXPECT_TRUE(sched.snapshot().pools.at(0).paused);
+    EXPECT_EQ(waits.status(), TaskStatus::Ready);
+    client.resume("p");
+    auto out = waits.get_for(60s);  // a guard against a hang, not a bound
+    ASSERT_TRUE(out.has_value()) << "the resume did not reach the leader";
+    EXPECT_EQ(**out, "waits!");
+    EXPECT_FALSE(sched.snapshot().pools.at(0).paused);
+    sched.shutdown(0s);
+}
+
+// docs/store.md, "Clients": the SQLite leader's connection looks for the
+// write lock every half millisecond, where SQLite's own wait backs off to a
+// look every 100 ms, so clients committing back to back in processes of
+// their own do not keep it from committing: it keeps its lease (a standby
+// would take over if its renewals starved), and every acknowledged task is
+// ingested and runs once.
+TEST_P(ClientProcesses, ClientsCommittingBackToBackDoNotStarveTheSqliteLeader) {
+    if (GetParam() != test::Backend::Sqlite) GTEST_SKIP() << "the SQLite writer's busy handler";
+    test::TestStore store(GetParam());
+    test::Child leader({"client-leader", store.location(), "paced"});
+    ASSERT_EQ(leader.read_line(), "L");
+    test::Child standby({"client-leader", store.location(), "paced"});
+    std::vector<std::unique_ptr<test::Child>> clients;
+    for (const char* prefix : {"a", "b", "c", "d"})
+        clients.push_back(std::make_unique<test::Child>(std::vector<std::string>{"client-submit", store.location(), prefix, "200", "0"}));
+    std::map<std::uint64_t, std::string> acks;
+    for (auto& c : clients) {
+        ASSERT_TRUE(test::read_client_acks(*c, acks));
+        EXPECT_EQ(c->wait(), 0);
+    }
+    ASSERT_EQ(acks.size(), 800u);
+    auto watcher = test::TestClient::open(store.open());
+    expect_all_succeeded(watcher, acks);
+    EXPECT_EQ(store.count_tasks(), 800) << "a task was submitted twice";
+    for (const auto& [id, key] : acks) EXPECT_EQ(watcher.get(TaskRef(TaskId{id}))->attempt, 1u) << key << " ran again";
+    const auto lease = store.open()->journal().read_lease();
+    EXPECT_EQ(lease.epoch, 1u) << "the first leader lost its lease while the clients committed";
+    EXPECT_TRUE(lease.held);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ClientProcesses, ::testing::ValuesIn(test::tested_backends()), test::BackendName());

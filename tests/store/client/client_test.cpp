@@ -250,6 +250,123 @@ TEST_P(ClientTest, AFailedTaskThrowsTaskFailureAndRetryRunsItAgain) {
     sched.shutdown(0s);
 }
 
+// docs/guide/replicas.md, "Retry from a client": a keyed task that ended
+// within the retention is retried as Scheduler::retry does: the key moves
+// to the new task, in the store and in the leader's engine.
+TEST_P(ClientTest, RetryOfAKeyedTaskEndedWithinTheRetentionMovesTheKey) {
+    test::TestStore store(GetParam());
+    auto shared = store.open();
+    auto failing_once = std::make_shared<std::atomic<int>>(0);
+    auto pool = Pool<std::string, std::string>("p").executor_fn(
+        [failing_once](TaskContext, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
+            if (failing_once->fetch_add(1) == 0) co_return TaskError::permanent("first attempt fails");
+            co_return *s + "?";
+        });
+    auto sched = test::Durable::builder().retention(1h).pool(std::move(pool)).store(shared).open();
+    auto client = test::TestClient::open(shared);
+    auto h = client.submit(task("r").key("moving"));
+    EXPECT_THROW(h.get(), TaskFailure);
+    auto again = client.retry(TaskRef("moving"));
+    ASSERT_TRUE(again.has_value()) << "a keyed task ended within the retention was not retried";
+    EXPECT_NE(again->id(), h.id());
+    EXPECT_EQ(*again->get(), "r?");
+    EXPECT_EQ(client.get(TaskRef("moving"))->id, again->id()) << "the key stayed with the old task in the store";
+    EXPECT_FALSE(client.get(TaskRef(h.id()))->key.has_value());
+    EXPECT_EQ(client.get(TaskRef(h.id()))->status, TaskStatus::Failed) << "the old task keeps its end";
+    auto held = sched.find(TaskRef("moving"));
+    ASSERT_TRUE(held.has_value());
+    EXPECT_EQ(held->id(), again->id()) << "the leader's engine did not move the key";
+    // Retried again (by id), as Scheduler::retry: the old task gave its key
+    // away, so the new one has none, and the key stays with the first retry.
+    auto twice = client.retry(TaskRef(h.id()));
+    ASSERT_TRUE(twice.has_value());
+    EXPECT_NE(twice->id(), again->id());
+    EXPECT_FALSE(client.get(TaskRef(twice->id()))->key.has_value());
+    EXPECT_EQ(*twice->get(), "r?");
+    EXPECT_EQ(client.get(TaskRef("moving"))->id, again->id());
+    EXPECT_EQ(store.count_tasks(), 3);
+    sched.shutdown(0s);
+}
+
+// docs/guide/replicas.md, "Pause and resume": a client's pause and resume
+// reach the leader through the store, each applied once, in commit order
+// with the client's other entries.
+TEST_P(ClientTest, PauseAndResumeFromAClientReachTheLeader) {
+    test::TestStore store(GetParam());
+    auto shared = store.open();
+    auto sched = test::Durable::builder().pool(test::identity_pool("p")).store(shared).open();
+    auto client = test::TestClient::open(shared);
+    client.pause("p");
+    // Ingested after the pause: it waits Ready, and the cancel ends it
+    // before any attempt.
+    auto waiting = client.submit(task("w"));
+    EXPECT_TRUE(client.cancel(TaskRef(waiting.id())));
+    try {
+        waiting.get();
+        ADD_FAILURE() << "a task of a paused pool ran";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Cancelled);
+        EXPECT_EQ(e.attempt(), 0u) << "a task of the paused pool started";
+    }
+    EXPECT_TRUE(sched.snapshot().pools.at(0).paused);
+    client.resume("p");
+    auto runs = client.submit(task("r"));
+    auto out = runs.get_for(60s);  // a guard against a hang, not a bound
+    ASSERT_TRUE(out.has_value()) << "the resume did not reach the leader";
+    EXPECT_EQ(**out, "r");
+    EXPECT_FALSE(sched.snapshot().pools.at(0).paused);
+    sched.shutdown(0s);
+}
+
+TEST_P(ClientTest, PauseOfAnUnknownPoolIsTheErrorSubmitGives) {
+    test::TestStore store(GetParam());
+    auto shared = store.open();
+    auto sched = test::Durable::builder().pool(test::identity_pool("p")).store(shared).open();
+    auto client = test::TestClient::open(shared);
+    SubmitError from_submit{};
+    try {
+        client.submit(Task<std::string>("x").pool("q"));
+    } catch (const SubmitException& e) {
+        from_submit = e.error();
+    }
+    EXPECT_EQ(from_submit, SubmitError::UnknownPool);
+    for (bool pausing : {true, false}) {
+        try {
+            if (pausing) client.pause("q");
+            else client.resume("q");
+            ADD_FAILURE() << (pausing ? "pause" : "resume") << " of an unknown pool was committed";
+        } catch (const SubmitException& e) {
+            EXPECT_EQ(e.error(), from_submit);
+            EXPECT_NE(std::string(e.what()).find("\"q\""), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(client.pause(""), SubmitException);
+    EXPECT_TRUE(shared->journal().read_inbox(10).empty()) << "a refused pause was committed";
+    sched.shutdown(0s);
+}
+
+// Committed while no leader runs: the next leader starts the pool paused,
+// and applies a later resume.
+TEST_P(ClientTest, APauseCommittedWhileNoLeaderRunsIsAppliedByTheNextLeader) {
+    test::TestStore store(GetParam());
+    auto shared = store.open();
+    auto client = test::TestClient::open(shared);
+    client.pause("p");
+    auto h = client.submit(task("held"));
+    {
+        auto sched = test::Durable::builder().pool(test::identity_pool("p")).store(shared).open();
+        EXPECT_TRUE(sched.snapshot().pools.at(0).paused) << "the leader did not apply the pause at recovery";
+        EXPECT_EQ(h.status(), TaskStatus::Ready);
+        sched.shutdown(0s);
+    }
+    EXPECT_TRUE(shared->journal().read_inbox(10).empty()) << "the pause was not taken";
+    client.resume("p");
+    auto sched = test::Durable::builder().pool(test::identity_pool("p")).store(store.open()).open();
+    EXPECT_EQ(*h.get(), "held");
+    EXPECT_FALSE(sched.snapshot().pools.at(0).paused);
+    sched.shutdown(0s);
+}
+
 TEST_P(ClientTest, ACancelBeforeAnyLeaderEndsTheTaskCancelledWithoutAnAttempt) {
     test::TestStore store(GetParam());
     auto shared = store.open();

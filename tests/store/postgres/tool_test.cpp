@@ -88,9 +88,10 @@ TEST(PgTool, StatsWithoutALeaderHasNoLeaseExpiry) {
     EXPECT_TRUE(leader["lease_expires_at"].is_null()) << stats.out;
 }
 
-// docs/store.md, "Paused pools": refused while a leader runs (it would not
-// see the row), written while none does, recovered by the next leader.
-TEST(PgTool, PauseAndResumeOnlyWhileNoSchedulerLeads) {
+// docs/store.md, "Paused pools": while a leader runs, committed to the
+// inbox for it (as a client's pause); written while none does, recovered by
+// the next leader.
+TEST(PgTool, PauseAndResumeGoThroughTheInboxUnderALeaderAndWriteTheRowWithoutOne) {
     ASSERT_FALSE(pg_conninfo().empty()) << "CRONOQ_TEST_PG is not set: run through ctest (label postgres)";
     PgSchema schema;
     const std::string store = std::string("--store '") + CRONOQ_TEST_PG_URI + "' --schema " + schema.name();
@@ -99,7 +100,11 @@ TEST(PgTool, PauseAndResumeOnlyWhileNoSchedulerLeads) {
         auto leader = PostgresStore::connect(pg_conninfo(), schema.config());
         leader->journal().lead(reports.handlers());
         ASSERT_TRUE(reports.wait_leading());
-        EXPECT_EQ(tool(store + " pause emails").status, 1) << "refused while a leader runs";
+        EXPECT_EQ(tool(store + " pause emails").status, 0) << "committed for the leader";
+        const auto inbox = leader->journal().read_inbox(10);
+        ASSERT_EQ(inbox.size(), 1u);
+        EXPECT_EQ(inbox[0].op, cronoq::store::InboxEntry::Op::Pause);
+        EXPECT_EQ(inbox[0].pool, "emails");
         leader->journal().release();
         ASSERT_TRUE(reports.wait_lost());
     }
@@ -118,6 +123,7 @@ TEST(PgTool, PauseAndResumeOnlyWhileNoSchedulerLeads) {
     ASSERT_TRUE(reports.wait_leading());
     ASSERT_TRUE(reports.recovered.has_value());
     EXPECT_EQ(reports.recovered->paused_pools, std::vector<std::string>{"emails"});
+    EXPECT_TRUE(reports.recovered->inbox.empty()) << "the later row did not supersede the queued pause";
 }
 
 }  // namespace

@@ -153,7 +153,56 @@ void shut_down(asio::io_context& io, Scheduler<std::string, std::string>& sched)
     done.get_future().wait();
 }
 
-class ClientIngestion : public ::testing::TestWithParam<Backend> {};
+/// Each test: a store (one `Store` object, which the leader shares), its
+/// ClientAccess to commit as a client would, and pool "p" whose attempts
+/// count their runs and, in `gated_pool`, wait for `release()`.
+class ClientIngestion : public ::testing::TestWithParam<Backend> {
+protected:
+    using Sched = Scheduler<std::string, std::string>;
+
+    /// Pool "p" whose attempts run at once.
+    Pool<std::string, std::string> pool(std::size_t workers = 1) { return counted_pool("p", runs, open_gate(), workers); }
+    /// Pool "p" (one slot) whose attempts wait for `release()`.
+    Pool<std::string, std::string> gated_pool() { return counted_pool("p", runs, released_); }
+    void release() { gate_.set_value(); }
+
+    /// A scheduler leading `p` on the store.
+    Durable lead(Pool<std::string, std::string> p) { return Durable::builder().pool(std::move(p)).store(client).open(); }
+    /// A scheduler leading `p` on `io`, which runs only until it leads:
+    /// what is committed next waits until an IoThread runs `io`.
+    Sched lead_paused(asio::io_context& io, Pool<std::string, std::string> p) {
+        std::optional<Sched> sched;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                const auto ex = co_await asio::this_coro::executor;
+                auto builder = Sched::builder();
+                builder.pool(std::move(p)).store(client);
+                auto opening = builder.open(ex);
+                sched.emplace(co_await std::move(opening));
+            },
+            asio::detached);
+        while (!sched) io.run_one();
+        return std::move(*sched);
+    }
+
+    TaskId submit(store::TaskRow row) { return submit_one(access, std::move(row)); }
+    /// Every entry the leader took is gone once it committed.
+    void expect_inbox_emptied(Durable& sched) {
+        sched.flush();
+        EXPECT_TRUE(inbox_tasks(*client).empty());
+    }
+    std::string error_of(TaskId id) const { return client->get_task(TaskRef(id))->last_error; }
+
+    TestStore at{GetParam()};
+    std::shared_ptr<Store> client = at.open();
+    store::ClientAccess& access = client->client_access();
+    std::shared_ptr<Runs> runs = std::make_shared<Runs>();
+
+private:
+    std::promise<void> gate_;
+    std::shared_future<void> released_ = gate_.get_future().share();
+};
 
 }  // namespace
 
@@ -183,20 +232,16 @@ int ingest_child_main(int argc, char** argv) {
 }
 
 TEST_P(ClientIngestion, TheLeaderWritesItsConfigurationBeforeOpenReturns) {
-    TestStore at(GetParam());
-    auto store = at.open();
-    EXPECT_TRUE(store->client_access().configs().empty());
-    auto gate = open_gate();
-    auto runs = std::make_shared<Runs>();
+    EXPECT_TRUE(access.configs().empty());
     auto sched = Durable::builder()
-                     .pool(counted_pool("p", runs, gate).bounds(Bounds{10}).overflow(OverflowPolicy::Reject))
-                     .pool(counted_pool("q", runs, gate))
+                     .pool(pool().bounds(Bounds{10}).overflow(OverflowPolicy::Reject))
+                     .pool(counted_pool("q", runs, open_gate()))
                      .resource(Resource::semaphore("db", 3))
                      .global_bounds(Bounds{100})
                      .retention(7s)
-                     .store(store)
+                     .store(client)
                      .open();
-    const auto configs = store->client_access().configs();
+    const auto configs = access.configs();
     ASSERT_EQ(configs.size(), 1u);
     EXPECT_EQ(configs[0].shard, "default");
     EXPECT_EQ(configs[0].retention, std::chrono::nanoseconds(7s));
@@ -212,42 +257,33 @@ TEST_P(ClientIngestion, TheLeaderWritesItsConfigurationBeforeOpenReturns) {
     EXPECT_EQ(body.resources[0].max_units, 3u);
     EXPECT_EQ(body.global_max_pending, 100u);
     EXPECT_EQ(body.retention, std::chrono::nanoseconds(7s));
-    EXPECT_EQ(body.max_value_bytes, store->journal().max_value_bytes());
+    EXPECT_EQ(body.max_value_bytes, client->journal().max_value_bytes());
     sched.shutdown(1s);
 }
 
 TEST_P(ClientIngestion, RowsSubmittedWhileNoLeaderRunsRunOnceASchedulerLeads) {
-    TestStore at(GetParam());
-    auto client = at.open();
     std::vector<TaskId> ids;
-    for (const char* p : {"a", "b", "c"}) ids.push_back(submit_one(client->client_access(), client_row(p, "p")));
+    for (const char* p : {"a", "b", "c"}) ids.push_back(submit(client_row(p, "p")));
     EXPECT_EQ(inbox_tasks(*client).size(), 3u);
 
-    auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
-    const auto ended = wait_ended(client->client_access(), ids);
+    auto sched = lead(pool(2));
+    const auto ended = wait_ended(access, ids);
     ASSERT_EQ(ended.size(), 3u);
     for (TaskId id : ids) {
         EXPECT_EQ(ended.at(id.value), TaskStatus::Succeeded);
         EXPECT_EQ(*sched.find(TaskRef(id))->get(), client->get_task(TaskRef(id))->payload + "!");
     }
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
+    expect_inbox_emptied(sched);
     std::lock_guard lock(runs->mu);
     for (const char* p : {"a", "b", "c"}) EXPECT_EQ(runs->count[p], 1) << p;
 }
 
 TEST_P(ClientIngestion, RowsAreIngestedInCommitOrder) {
-    TestStore at(GetParam());
-    auto runs = std::make_shared<Runs>();
-    std::promise<void> gate;
-    auto client = at.open();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, gate.get_future().share())).store(client).open();
-    auto& access = client->client_access();
-    std::vector<TaskId> ids{submit_one(access, client_row("first", "p"))};
+    auto sched = lead(gated_pool());
+    std::vector<TaskId> ids{submit(client_row("first", "p"))};
     runs->first_started.get_future().wait();  // the pool's one slot is taken: the rest queue
-    for (int i = 0; i < 10; ++i) ids.push_back(submit_one(access, client_row("r" + std::to_string(i), "p")));
-    gate.set_value();
+    for (int i = 0; i < 10; ++i) ids.push_back(submit(client_row("r" + std::to_string(i), "p")));
+    release();
     const auto ended = wait_ended(access, ids);
     ASSERT_EQ(ended.size(), ids.size());
     std::lock_guard lock(runs->mu);
@@ -256,14 +292,8 @@ TEST_P(ClientIngestion, RowsAreIngestedInCommitOrder) {
 }
 
 TEST_P(ClientIngestion, UnderWaitASubmissionStaysInTheStoreUntilThereIsRoom) {
-    TestStore at(GetParam());
-    auto runs = std::make_shared<Runs>();
-    std::promise<void> gate;
-    auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Wait);
-    auto client = at.open();
-    auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
-    auto& access = client->client_access();
-    const TaskId running = submit_one(access, client_row("running", "p"));
+    auto sched = lead(gated_pool().bounds(Bounds{1}).overflow(OverflowPolicy::Wait));
+    const TaskId running = submit(client_row("running", "p"));
     runs->first_started.get_future().wait();
     // One transaction: the pass that takes `queued` up tries `waiting` in the same step.
     std::vector<store::TaskRow> rows;
@@ -274,26 +304,20 @@ TEST_P(ClientIngestion, UnderWaitASubmissionStaysInTheStoreUntilThereIsRoom) {
     auto watch = access.watch();
     while (!sched.find(TaskRef(queued))) watch->wait(200ms);  // ingested (a guard is the ctest timeout)
     EXPECT_FALSE(sched.find(TaskRef(waiting)).has_value());
+    sched.flush();  // ingested is not yet committed: the taken entry goes with the commit
     EXPECT_EQ(inbox_tasks(*client), std::set<std::uint64_t>{waiting.value});
     EXPECT_EQ(client->get_task(TaskRef(waiting))->status, TaskStatus::Ready);
 
-    gate.set_value();
+    release();
     const auto ended = wait_ended(access, {running, queued, waiting});
     ASSERT_EQ(ended.size(), 3u);
     for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
+    expect_inbox_emptied(sched);
 }
 
 TEST_P(ClientIngestion, UnderRejectASubmissionBeyondTheBoundEndsShedWithTheReason) {
-    TestStore at(GetParam());
-    auto runs = std::make_shared<Runs>();
-    std::promise<void> gate;
-    auto pool = counted_pool("p", runs, gate.get_future().share()).bounds(Bounds{1}).overflow(OverflowPolicy::Reject);
-    auto client = at.open();
-    auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
-    auto& access = client->client_access();
-    const TaskId running = submit_one(access, client_row("running", "p"));
+    auto sched = lead(gated_pool().bounds(Bounds{1}).overflow(OverflowPolicy::Reject));
+    const TaskId running = submit(client_row("running", "p"));
     runs->first_started.get_future().wait();
     std::vector<store::TaskRow> rows;
     rows.push_back(client_row("queued", "p"));
@@ -305,15 +329,13 @@ TEST_P(ClientIngestion, UnderRejectASubmissionBeyondTheBoundEndsShedWithTheReaso
     const auto row = client->get_task(TaskRef(made.at(1).id));
     EXPECT_NE(row->last_error.find("overloaded"), std::string::npos) << row->last_error;
     EXPECT_EQ(row->attempt, 0u);
-    gate.set_value();
+    release();
     const auto ended = wait_ended(access, {running, made.at(0).id});
     for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
+    expect_inbox_emptied(sched);
 }
 
 TEST_P(ClientIngestion, ACancelFromAnotherProcessReachesARunningAttempt) {
-    TestStore at(GetParam());
     std::promise<TaskId> started;
     std::promise<void> saw_cancel;
     auto pool = Pool<std::string, std::string>("p").workers(1, 1, 1).executor_fn(
@@ -324,9 +346,8 @@ TEST_P(ClientIngestion, ACancelFromAnotherProcessReachesARunningAttempt) {
             saw_cancel.set_value();
             co_return TaskError::permanent("cancelled");
         });
-    auto client = at.open();
-    auto sched = Durable::builder().pool(std::move(pool)).store(client).open();
-    const TaskId id = submit_one(client->client_access(), client_row("long", "p"));
+    auto sched = lead(std::move(pool));
+    const TaskId id = submit(client_row("long", "p"));
     EXPECT_EQ(started.get_future().get(), id);
     {
         Child canceller({"ingest-cancel", at.location(), std::to_string(id.value)});
@@ -334,36 +355,20 @@ TEST_P(ClientIngestion, ACancelFromAnotherProcessReachesARunningAttempt) {
         EXPECT_EQ(canceller.wait(), 0);
     }
     saw_cancel.get_future().wait();  // the attempt's context was cancelled
-    const auto ended = wait_ended(client->client_access(), {id});
+    const auto ended = wait_ended(access, {id});
     ASSERT_EQ(ended.size(), 1u);
     EXPECT_EQ(ended.at(id.value), TaskStatus::Cancelled);
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
+    expect_inbox_emptied(sched);
 }
 
 TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttempt) {
-    TestStore at(GetParam());
-    auto client = at.open();
-    auto& access = client->client_access();
-    const TaskId before_leading = submit_one(access, client_row("x", "p"));
+    const TaskId before_leading = submit(client_row("x", "p"));
     ASSERT_TRUE(access.cancel(TaskRef(before_leading)));
 
     // While leading: the scheduler's io_context does not run until both are committed.
-    auto runs = std::make_shared<Runs>();
     asio::io_context io;
-    std::optional<Scheduler<std::string, std::string>> sched;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            const auto ex = co_await asio::this_coro::executor;
-            auto builder = Scheduler<std::string, std::string>::builder();
-            builder.pool(counted_pool("p", runs, open_gate())).store(client);
-            auto opening = builder.open(ex);
-            sched.emplace(co_await std::move(opening));
-        },
-        asio::detached);
-    while (!sched) io.run_one();
-    const TaskId while_leading = submit_one(access, client_row("y", "p"));
+    auto sched = lead_paused(io, pool());
+    const TaskId while_leading = submit(client_row("y", "p"));
     ASSERT_TRUE(access.cancel(TaskRef(while_leading)));
     IoThread runner(io);
 
@@ -373,18 +378,14 @@ TEST_P(ClientIngestion, ACancelBeforeIngestionEndsTheTaskCancelledWithoutAnAttem
         EXPECT_EQ(ended.at(id.value), TaskStatus::Cancelled) << id.value;
         EXPECT_EQ(client->get_task(TaskRef(id))->attempt, 0u) << id.value;
     }
-    shut_down(io, *sched);
+    shut_down(io, sched);
     EXPECT_TRUE(inbox_tasks(*client).empty());
     std::lock_guard lock(runs->mu);
     EXPECT_TRUE(runs->order.empty()) << "a cancelled task ran";
 }
 
 TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
-    TestStore at(GetParam());
-    auto runs = std::make_shared<Runs>();
-    auto client = at.open();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate())).store(client).open();
-    auto& access = client->client_access();
+    auto sched = lead(pool());
     auto unreadable = client_row("u", "p");
     unreadable.options = "not json";
     detail::TaskRequest needs;
@@ -398,7 +399,6 @@ TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
     for (const auto& r : access.submit(std::move(rows))) ids.push_back(r.id);
     const auto ended = wait_ended(access, ids);
     ASSERT_EQ(ended.size(), 4u);
-    const auto error_of = [&](TaskId id) { return client->get_task(TaskRef(id))->last_error; };
     EXPECT_EQ(ended.at(ids[0].value), TaskStatus::Failed);
     EXPECT_EQ(error_of(ids[0]).rfind("ingestion: decode: ", 0), 0u) << error_of(ids[0]);
     EXPECT_EQ(ended.at(ids[1].value), TaskStatus::Failed);
@@ -406,16 +406,11 @@ TEST_P(ClientIngestion, ARowThatCannotBeAdmittedEndsFailedNamingWhy) {
     EXPECT_EQ(ended.at(ids[2].value), TaskStatus::Failed);
     EXPECT_EQ(error_of(ids[2]).rfind("ingestion: unknown_resource: ", 0), 0u) << error_of(ids[2]);
     EXPECT_EQ(ended.at(ids[3].value), TaskStatus::Succeeded);
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
+    expect_inbox_emptied(sched);
 }
 
 TEST_P(ClientIngestion, AClientsBatchIsAdmittedWholeOrEveryTaskEndsFailedNamingTheFirstError) {
-    TestStore at(GetParam());
-    auto runs = std::make_shared<Runs>();
-    auto client = at.open();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
-    auto& access = client->client_access();
+    auto sched = lead(pool(2));
     const auto batch = [](std::vector<store::TaskRow> rows) {
         const std::string id = detail::new_client_batch_id();
         for (std::uint32_t i = 0; i < rows.size(); ++i)
@@ -441,35 +436,19 @@ TEST_P(ClientIngestion, AClientsBatchIsAdmittedWholeOrEveryTaskEndsFailedNamingT
     EXPECT_EQ(ended.at(ids[1].value), TaskStatus::Succeeded);
     for (TaskId id : {ids[2], ids[3]}) {
         EXPECT_EQ(ended.at(id.value), TaskStatus::Failed);
-        const auto error = client->get_task(TaskRef(id))->last_error;
-        EXPECT_EQ(error.rfind("ingestion: unknown_dependency: task 1: ", 0), 0u) << error;
+        EXPECT_EQ(error_of(id).rfind("ingestion: unknown_dependency: task 1: ", 0), 0u) << error_of(id);
     }
     std::lock_guard lock(runs->mu);
     EXPECT_EQ(runs->count["fine"], 0) << "a task of a refused batch ran";
 }
 
 TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClientsRowEndsCancelled) {
-    TestStore at(GetParam());
-    auto client = at.open();
-    auto& access = client->client_access();
-    auto runs = std::make_shared<Runs>();
     asio::io_context io;
-    std::optional<Scheduler<std::string, std::string>> sched;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-            const auto ex = co_await asio::this_coro::executor;
-            auto builder = Scheduler<std::string, std::string>::builder();
-            builder.pool(counted_pool("p", runs, open_gate())).store(client);
-            auto opening = builder.open(ex);
-            sched.emplace(co_await std::move(opening));
-        },
-        asio::detached);
-    while (!sched) io.run_one();
+    auto sched = lead_paused(io, pool());
     // The client commits first; the leader, whose io_context does not run,
     // has not ingested it when its own submission takes the key.
-    const TaskId clients = submit_one(access, client_row("client's", "p", "k"));
-    auto own = sched->try_submit(Task<std::string>("leader's").pool("p").key("k"));
+    const TaskId clients = submit(client_row("client's", "p", "k"));
+    auto own = sched.try_submit(Task<std::string>("leader's").pool("p").key("k"));
     ASSERT_TRUE(own.has_value());
     const TaskId leaders = own.value().id();
     IoThread runner(io);
@@ -477,9 +456,9 @@ TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClients
     const auto ended = wait_ended(access, {clients, leaders});
     ASSERT_EQ(ended.size(), 2u) << "the client's row or the leader's task did not end";
     EXPECT_EQ(ended.at(clients.value), TaskStatus::Cancelled);
-    EXPECT_EQ(client->get_task(TaskRef(clients))->last_error, "key \"k\" is held by task " + std::to_string(leaders.value));
+    EXPECT_EQ(error_of(clients), "key \"k\" is held by task " + std::to_string(leaders.value));
     EXPECT_EQ(ended.at(leaders.value), TaskStatus::Succeeded);
-    shut_down(io, *sched);
+    shut_down(io, sched);
     std::lock_guard lock(runs->mu);
     EXPECT_EQ(runs->count["client's"], 0);
     EXPECT_EQ(runs->count["leader's"], 1);
@@ -498,11 +477,9 @@ std::vector<Backend> sqlite_backends() {
 }
 
 TEST_P(ClientIngestionOnSqlite, ALeaderKilledAfterTakingEntriesButBeforeItsCommitLeavesEachToTheNextOnce) {
-    TestStore at(GetParam());
     const std::string file = at.location().substr(std::string("sqlite:").size());
     Child leader({"ingest-leader", at.location()});
     ASSERT_EQ(leader.read_line(), "L");
-    auto client = at.open();
     // Stopped, the leader takes nothing up while the rows are committed; one
     // stopped inside a write transaction holds the lock: it goes on a moment.
     std::vector<TaskId> ids;
@@ -514,7 +491,7 @@ TEST_P(ClientIngestionOnSqlite, ALeaderKilledAfterTakingEntriesButBeforeItsCommi
         std::vector<store::TaskRow> rows;
         for (int i = 0; i < 5; ++i) rows.push_back(client_row("t" + std::to_string(i), "p"));
         try {
-            for (const auto& r : client->client_access().submit(std::move(rows))) ids.push_back(r.id);
+            for (const auto& r : access.submit(std::move(rows))) ids.push_back(r.id);
         } catch (const StoreError& e) {
             std::cerr << "submit while the leader is stopped: " << e.what() << "\n";
             leader.signal(SIGCONT);
@@ -537,13 +514,11 @@ TEST_P(ClientIngestionOnSqlite, ALeaderKilledAfterTakingEntriesButBeforeItsCommi
     for (TaskId id : ids) EXPECT_EQ(client->get_task(TaskRef(id))->status, TaskStatus::Ready) << "committed by the killed leader";
     EXPECT_EQ(inbox_tasks(*client).size(), ids.size());
 
-    auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
-    const auto ended = wait_ended(client->client_access(), ids);
+    auto sched = lead(pool(2));
+    const auto ended = wait_ended(access, ids);
     ASSERT_EQ(ended.size(), ids.size());
     for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
+    expect_inbox_emptied(sched);
     std::lock_guard guard(runs->mu);
     for (int i = 0; i < 5; ++i) EXPECT_EQ(runs->count["t" + std::to_string(i)], 1) << i;
 }
