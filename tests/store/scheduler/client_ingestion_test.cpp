@@ -274,6 +274,8 @@ TEST_P(ClientIngestion, UnderWaitASubmissionStaysInTheStoreUntilThereIsRoom) {
     auto watch = access.watch();
     while (!sched.find(TaskRef(queued))) watch->wait(200ms);  // ingested (a guard is the ctest timeout)
     EXPECT_FALSE(sched.find(TaskRef(waiting)).has_value());
+    // Ingested is not yet committed: the entry taken goes in the next commit.
+    sched.flush();
     EXPECT_EQ(inbox_tasks(*client), std::set<std::uint64_t>{waiting.value});
     EXPECT_EQ(client->get_task(TaskRef(waiting))->status, TaskStatus::Ready);
 
