@@ -97,6 +97,7 @@ TEST(SqliteOpen, AStoreOfSchemaVersionThreeMigratesToFourKeepingItsLeaseAsTheDef
         ASSERT_EQ(raw.query_int("PRAGMA user_version"), 3);
         ASSERT_EQ(raw.query_int("SELECT epoch FROM leader WHERE id = 1"), 6);
     }
+    Reports reports;  // outlives the store, whose destruction reports to it
     auto store = SqliteStore::open(file);
     RawDb raw(file);
     EXPECT_EQ(raw.query_int("PRAGMA user_version"), 4);
@@ -104,7 +105,6 @@ TEST(SqliteOpen, AStoreOfSchemaVersionThreeMigratesToFourKeepingItsLeaseAsTheDef
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM shard_pools"), 0);
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM recurring WHERE shard = 'default'"), 1);
     ASSERT_TRUE(store->get_task(TaskId{1}));
-    Reports reports;
     store->journal().lead(reports.handlers());
     ASSERT_TRUE(reports.wait_leading());
     EXPECT_EQ(reports.recovered->epoch, 7u);

@@ -135,11 +135,11 @@ TEST_F(PgConnect, ASchemaOfVersionThreeMigratesToFourKeepingItsLeaseAsTheDefault
     raw.exec("UPDATE " + q + ".leader SET epoch = 6; INSERT INTO " + q +
              ".recurring (name, definition) VALUES ('nightly', 'd')");
     ASSERT_EQ(raw.number("SELECT epoch FROM " + q + ".leader WHERE id = 1"), 6);
+    Reports reports;  // outlives the store, whose destruction reports to it
     auto store = connect(schema);
     EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 4);
     EXPECT_EQ(raw.number("SELECT epoch FROM " + q + ".leader WHERE shard = 'default'"), 6);
     EXPECT_EQ(raw.number("SELECT count(*) FROM " + q + ".shard_pools"), 0);
-    Reports reports;
     store->journal().lead(reports.handlers());
     ASSERT_TRUE(reports.wait_leading());
     EXPECT_EQ(reports.recovered->epoch, 7u);
