@@ -76,6 +76,7 @@ public:
             }
             if (!refusal && batch && r.key && !batch_keys.insert(*r.key).second)
                 refusal = std::pair{SubmitError::DuplicateKeyInBatch, "the key \"" + *r.key + "\" is given twice"};
+            if (!refusal) refusal = shard_refusal(requests, i, known, batch);
             if (!refusal) {
                 auto row = rows_.row(r);
                 if (row) {
@@ -118,6 +119,51 @@ public:
     }
 
     bool cancel(const TaskRef& task) override { return access_.cancel(task); }
+
+    /// Dependencies and batches stay within one shard (docs/guide/replicas.md,
+    /// "Shards"): a dependency on a task of another shard's pool, or a batch
+    /// over two shards' pools, is Invalid naming both. A pool or a
+    /// dependency the client cannot place is left to the leader.
+    std::optional<std::pair<SubmitError, std::string>> shard_refusal(const std::vector<TaskRequest>& requests,
+                                                                     std::size_t i, const KnownConfig& known,
+                                                                     bool batch) const {
+        const auto shard_of_pool = [&](const std::string& pool) -> std::optional<std::string> {
+            const auto it = known.pools.find(pool);
+            if (it == known.pools.end()) return std::nullopt;
+            return it->second.shard;
+        };
+        const TaskRequest& r = requests[i];
+        if (!r.pool) return std::nullopt;
+        const auto own = shard_of_pool(*r.pool);
+        if (!own) return std::nullopt;
+        const auto refuse = [&](const std::string& what, const std::string& other) {
+            return std::pair{SubmitError::Invalid, what + " of shard \"" + other + "\", but this task's pool \"" +
+                                                       *r.pool + "\" is of shard \"" + *own +
+                                                       "\": dependencies and batches stay within one shard"};
+        };
+        if (batch && i > 0 && requests[0].pool)
+            if (const auto first = shard_of_pool(*requests[0].pool); first && *first != *own)
+                return refuse("the batch's first task is", *first);
+        for (const Dep& dep : r.depends_on) {
+            std::optional<std::string> pool;
+            // A task of the same call first, then the store.
+            if (dep.ref.key)
+                for (const TaskRequest& other : requests)
+                    if (other.key == dep.ref.key && other.pool) pool = other.pool;
+            if (!pool) {
+                std::optional<StoredTask> held;
+                try {
+                    held = store_->get_task(dep.ref);
+                } catch (const StoreError&) {
+                }
+                if (held) pool = held->pool;
+            }
+            if (!pool) continue;
+            if (const auto shard = shard_of_pool(*pool); shard && *shard != *own)
+                return refuse("it depends on a task of pool \"" + *pool + "\"", *shard);
+        }
+        return std::nullopt;
+    }
 
     std::optional<StoredTask> get(const TaskRef& task) override { return store_->get_task(task); }
 

@@ -3,6 +3,8 @@
 
 #include "event_queue.hpp"
 
+#include <cronoq/config_error.hpp>
+
 #include <algorithm>
 #include <utility>
 
@@ -117,8 +119,14 @@ std::optional<std::string> Delivery::lost() {
     return lost_;
 }
 
+void Delivery::refuse_open(std::string why) {
+    ScopedLock lock(mu_);
+    refused_ = std::move(why);
+}
+
 void Delivery::throw_open_error() {
     ScopedLock lock(mu_);
+    if (refused_) throw ConfigError(*refused_);
     if (open_error_) throw *open_error_;
 }
 

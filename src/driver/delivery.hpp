@@ -90,6 +90,9 @@ public:
     std::optional<std::string> lost();
     /// Throws what ended the lead before `open()` could return.
     void throw_open_error();
+    /// The recovery refused to lead (a pool of another shard): open()
+    /// throws ConfigError(`why`).
+    void refuse_open(std::string why);
 
 private:
     void deliver(store::Sequence step_seq) CRONOQ_REQUIRES(mu_);
@@ -110,6 +113,7 @@ private:
     std::optional<std::string> lost_ CRONOQ_GUARDED_BY(mu_);  // why the lead ended, once it has
     std::condition_variable_any commit_seen_;  // notified when `committed_` or `lost_` changes
     std::optional<StoreError> open_error_ CRONOQ_GUARDED_BY(mu_);
+    std::optional<std::string> refused_ CRONOQ_GUARDED_BY(mu_);
 };
 
 }  // namespace cronoq::detail

@@ -35,12 +35,24 @@ std::optional<std::string> advertised(const std::vector<store::ShardConfig>& con
 
 }  // namespace
 
-ConnectRefused redirect_to_leader(Store& store, const std::string& why) {
-    ConnectRefused refused{ConnectRefused::Kind::NotLeader, why, std::string(default_shard), std::nullopt};
+std::optional<std::string> shard_of_pool(Store& store, const std::string& pool) {
+    try {
+        for (const auto& [name, shard] : store.journal().read_shards().pools)
+            if (name == pool) return shard;
+    } catch (const StoreError& e) {
+        logger()->warn("worker endpoint: cannot read the shards of the store: {}", e.what());
+    }
+    return std::nullopt;
+}
+
+ConnectRefused redirect_to_leader(Store& store, const std::string& why, const std::string& shard) {
+    ConnectRefused refused{ConnectRefused::Kind::NotLeader, why, shard, std::nullopt};
     try {
         // The lease first: a configuration read after it is at least as new.
-        const store::LeaseView lease = store.journal().read_lease();
-        if (lease.held) refused.endpoint = advertised(store.client_access().configs(), refused.shard, lease.epoch);
+        std::optional<store::LeaseView> lease;
+        for (const auto& l : store.journal().read_shards().leases)
+            if (l.shard == shard) lease = l.lease;
+        if (lease && lease->held) refused.endpoint = advertised(store.client_access().configs(), shard, lease->epoch);
     } catch (const StoreError& e) {
         logger()->warn("worker endpoint: cannot read who leads the store: {}", e.what());
     }

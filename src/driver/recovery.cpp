@@ -51,6 +51,13 @@ private:
 };
 
 void Recovery::lead(store::Recovered recovered) {
+    if (!recovered.pool_conflict.empty()) {
+        // Nothing was claimed or read: give the lead up; open() throws once
+        // the store reports it (docs/store.md, "Shards").
+        s_.delivery.refuse_open("shard \"" + s_.options.shard + "\": " + recovered.pool_conflict);
+        s_.durable->journal().release();
+        return;
+    }
     {
         SchedulerCore::State::Step step(s_);
         s_.durable->start_writing(s_.held());
@@ -195,7 +202,7 @@ void Recovery::write_config(WallTime wall, std::uint64_t epoch) {
     if (s_.options.engine.global_bounds.bounded()) body.global_max_pending = s_.options.engine.global_bounds.max_pending;
     body.retention = s_.options.engine.retention;
     body.max_value_bytes = s_.durable->journal().max_value_bytes();
-    s_.durable->write(s_.held(), store::ConfigWritten{{std::string(default_shard), encode_shard_config(body), wall,
+    s_.durable->write(s_.held(), store::ConfigWritten{{s_.options.shard, encode_shard_config(body), wall,
                                                        s_.options.engine.retention}});
 }
 

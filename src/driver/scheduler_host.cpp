@@ -21,12 +21,22 @@ public:
     std::variant<WorkerGrant, ConnectRefused> connect(WorkerRegistration reg, std::shared_ptr<RemoteSession> session) override {
         auto core = core_.lock();
         if (!core) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is gone"};
+        const std::string reg_pool = reg.pool;
         auto outcome = connect_leading(std::move(reg), std::move(session));
         // Not leading: where the leader is comes from the store, read
         // outside the engine's mutex (docs/remote.md, Redirects).
-        if (auto* refused = std::get_if<ConnectRefused>(&outcome);
-            refused && refused->kind == ConnectRefused::Kind::NotLeader && s_->options.store)
-            return redirect_to_leader(*s_->options.store, refused->message);
+        auto* refused = std::get_if<ConnectRefused>(&outcome);
+        if (!refused || !s_->options.store) return outcome;
+        if (refused->kind == ConnectRefused::Kind::NotLeader)
+            return redirect_to_leader(*s_->options.store, refused->message, s_->options.shard);
+        // A pool of another shard: its leader serves the worker
+        // (docs/guide/replicas.md, "Shards").
+        if (refused->kind == ConnectRefused::Kind::UnknownPool)
+            if (auto shard = shard_of_pool(*s_->options.store, reg_pool); shard && *shard != s_->options.shard)
+                return redirect_to_leader(*s_->options.store,
+                                          "pool \"" + reg_pool + "\" belongs to shard \"" + *shard + "\", not \"" +
+                                              s_->options.shard + "\"",
+                                          *shard);
         return outcome;
     }
 

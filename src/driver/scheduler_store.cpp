@@ -22,6 +22,8 @@ asio::awaitable<void> SchedulerCore::open() {
     DurableLink& d = *s_->durable;
     store::LeadHandlers handlers;
     handlers.retention = s_->options.engine.retention;
+    handlers.shard = s_->options.shard;
+    for (const PoolRuntime& p : s_->pools) handlers.pools.push_back(*p.name);
     d.link()->state = s_.get();  // the journal's thread starts in lead(), below
     handlers.on_leading = [link = d.link()](store::Recovered r) {
         link->with_state([&](State& s) { Recovery(s).lead(std::move(r)); });

@@ -20,8 +20,8 @@
 
 namespace cronoq::detail {
 
-/// The shard every scheduler leads until shards can be named
-/// (docs/store.md, "Clients").
+/// The shard a scheduler leads unless `Builder::shard` names another
+/// (docs/store.md, "Shards").
 inline constexpr std::string_view default_shard = "default";
 
 struct ShardConfigBody {

@@ -9,14 +9,44 @@ std::optional<TaskRow> PipelineStore::read_task(const TaskRef& task) const {
     return find_row(task);
 }
 
+void PipelineStore::lead(LeadHandlers handlers) {
+    {
+        // A second call throws below: it must not change the first's shard.
+        std::lock_guard lock(shard_mutex_);
+        if (!shard_set_) {
+            shard_ = handlers.shard;
+            pools_ = handlers.pools;
+            shard_set_ = true;
+        }
+    }
+    pipeline_.lead(std::move(handlers));
+}
+
+std::string PipelineStore::shard() const {
+    std::lock_guard lock(shard_mutex_);
+    return shard_;
+}
+
+std::vector<std::string> PipelineStore::shard_pools() const {
+    std::lock_guard lock(shard_mutex_);
+    return pools_;
+}
+
 LeaseView PipelineStore::read_lease() const {
+    const std::string name = shard();
     std::lock_guard lock(inspection_mutex_);
-    return lease_row();
+    return lease_row(name);
+}
+
+ShardMap PipelineStore::read_shards() const {
+    std::lock_guard lock(inspection_mutex_);
+    return shard_rows();
 }
 
 std::vector<InboxEntry> PipelineStore::read_inbox(std::size_t limit) const {
+    const std::string name = shard();
     std::lock_guard lock(inspection_mutex_);
-    return inbox_rows(limit);
+    return inbox_rows(name, limit);
 }
 
 std::optional<StoredTask> PipelineStore::get_task(const TaskRef& task) const {

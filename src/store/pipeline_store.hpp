@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,12 +23,13 @@ namespace cronoq::store {
 class PipelineStore : public Journal, public CommitBackend {
 public:
     // store::Journal, but `max_value_bytes`, which is the backend's.
-    void lead(LeadHandlers handlers) final { pipeline_.lead(std::move(handlers)); }
+    void lead(LeadHandlers handlers) final;
     Sequence enqueue(Batch batch) final { return pipeline_.enqueue(std::move(batch)); }
     void release() final { pipeline_.release(); }
     Figures figures() const final { return pipeline_.figures(); }
     std::optional<TaskRow> read_task(const TaskRef& task) const final;
     LeaseView read_lease() const final;
+    ShardMap read_shards() const final;
     std::vector<InboxEntry> read_inbox(std::size_t limit) const final;
 
     // cronoq::Store's inspection members.
@@ -37,6 +39,11 @@ public:
     std::size_t prune(std::chrono::nanoseconds older_than);
 
 protected:
+    /// The shard `lead` was given ("default" before) and the pools it
+    /// declares; set before the store's thread starts.
+    std::string shard() const;
+    std::vector<std::string> shard_pools() const;
+
     explicit PipelineStore(PipelineConfig config) : pipeline_(*this, config) {}
     ~PipelineStore() override = default;
 
@@ -48,8 +55,9 @@ protected:
     // inspection connection, never under the store's thread; called one at
     // a time.
     virtual std::optional<TaskRow> find_row(const TaskRef& task) const = 0;
-    virtual LeaseView lease_row() const = 0;
-    virtual std::vector<InboxEntry> inbox_rows(std::size_t limit) const = 0;
+    virtual LeaseView lease_row(const std::string& shard) const = 0;
+    virtual ShardMap shard_rows() const = 0;
+    virtual std::vector<InboxEntry> inbox_rows(const std::string& shard, std::size_t limit) const = 0;
     virtual std::vector<TaskRow> list_rows(TaskStatus status, std::size_t limit) const = 0;
     /// The plan's walks in one read transaction, their rows together.
     virtual std::vector<TaskRow> query_rows(const TaskQueryPlan& plan) const = 0;
@@ -58,6 +66,10 @@ protected:
 
 private:
     mutable std::mutex inspection_mutex_;
+    mutable std::mutex shard_mutex_;
+    std::string shard_ = "default";
+    std::vector<std::string> pools_;
+    bool shard_set_ = false;
     CommitPipeline pipeline_;
 };
 

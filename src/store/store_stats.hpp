@@ -28,7 +28,8 @@ struct StoreStats {
     std::int64_t recurring = 0;
     std::vector<std::string> paused_pools;  ///< by name (docs/store.md, "Paused pools")
     HighWaterMarks marks;
-    LeaderRow leader;
+    LeaderRow leader;  ///< the "default" shard's
+    ShardMap shards;
 };
 
 }  // namespace cronoq::store

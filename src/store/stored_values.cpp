@@ -118,6 +118,14 @@ std::string inbox_op_text(InboxEntry::Op op, std::string_view pool) {
     return {};
 }
 
+std::string inbox_entry_pool_sql() {
+    auto after = [](std::string_view prefix) {
+        const std::string p(prefix);
+        return "WHEN i.op LIKE '" + p + "%' THEN substr(i.op, " + std::to_string(p.size() + 1) + ") ";
+    };
+    return "(CASE " + after(pause_op_prefix) + after(resume_op_prefix) + "ELSE t.pool END)";
+}
+
 bool read_inbox_op(std::string_view text, InboxEntry& entry) {
     if (text == "submit") {
         entry.op = InboxEntry::Op::Submit;

@@ -63,6 +63,10 @@ std::string inbox_op_text(InboxEntry::Op op, std::string_view pool = {});
 /// Sets `entry.op` (and `entry.pool`) from the column's text; false for a
 /// text that names no op.
 bool read_inbox_op(std::string_view text, InboxEntry& entry);
+/// SQL (SQLite and PostgreSQL alike) for the pool of the inbox entry `i`
+/// joined to its task `t`: the one a pause or resume names, else its
+/// task's; what a leader routes the entry by (docs/store.md, "Shards").
+std::string inbox_entry_pool_sql();
 
 /// `columns` ("id, key, ...") each qualified by `table`: "t.id, t.key, ...",
 /// for a join that reads a task's columns as the row readers expect them.

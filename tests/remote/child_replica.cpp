@@ -9,6 +9,8 @@
 //                  payload=<p> (default "wait_ms:100")
 //   await=<n>      once leading, waits for the tasks keyed t0..t<n-1> to end
 //   advertise=<a>  WorkerServerConfig::advertise
+//   shard=<s>      Builder::shard (default "default")
+//   pool=<p>       the remote pool's name (default "work"), which submit uses
 // It prints, one line each:
 //   L <port>            the endpoint is bound (before it waits to lead)
 //   O                   open() returned: it leads
@@ -91,6 +93,7 @@ int replica_main(const std::map<std::string, std::string>& args) {
     config.on_listening = [](std::uint16_t port) { say("L " + std::to_string(port)); };
     const auto lease = std::chrono::milliseconds(std::stoi(arg(args, "lease_ms", "1000")));
     const bool stamp = args.count("stamp") != 0;
+    const std::string pool = arg(args, "pool", "work");
     std::optional<Sched> sched;
     auto builder = Sched::builder();
     // Taken before open(), so that completions during its recovery count.
@@ -98,7 +101,8 @@ int replica_main(const std::map<std::string, std::string>& args) {
     if (stamp) events.emplace(builder.subscribe());
     try {
         sched.emplace(builder.threads(2)
-                          .pool(Pool<std::string, std::string>("work").remote().retry(RetryPolicy{3, 10ms, 1.0, 10ms, false}))
+                          .shard(arg(args, "shard", "default"))
+                          .pool(Pool<std::string, std::string>(pool).remote().retry(RetryPolicy{3, 10ms, 1.0, 10ms, false}))
                           .store(open_store(args, lease))
                           .serve_workers(config)
                           .open());
@@ -117,7 +121,7 @@ int replica_main(const std::map<std::string, std::string>& args) {
     const int submit = std::stoi(arg(args, "submit", "0"));
     const std::string payload = arg(args, "payload", "wait_ms:100");
     for (int i = 0; i < submit; ++i) {
-        auto handle = sched->submit(Task<std::string>(payload).pool("work").key("t" + std::to_string(i)));
+        auto handle = sched->submit(Task<std::string>(payload).pool(pool).key("t" + std::to_string(i)));
         say("A t" + std::to_string(i) + " " + std::to_string(handle.id().value));
     }
     const int await = std::stoi(arg(args, "await", "0"));

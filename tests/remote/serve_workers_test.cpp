@@ -140,5 +140,28 @@ TEST(ServeWorkers, AWorkerReachingAStandbyIsRedirectedToTheLeaderAndFollowsItsSi
     expect_all_succeeded(dir.file("s.db"), acknowledged, *second.child);
 }
 
+// Shards (docs/guide/replicas.md, "Shards"): a process that leads shard
+// "b" sends a worker of pool "work", which shard "a" declares, to a's
+// leader, naming the shard; the worker follows and runs a's tasks.
+TEST(ServeWorkers, AWorkerOfAPoolOfAnotherShardIsRedirectedToThatShardsLeader) {
+    ScratchDir dir;
+    constexpr int tasks = 8;
+    Replica a(dir.file("s.db"), {"shard=a", "submit=" + std::to_string(tasks), "await=" + std::to_string(tasks),
+                                 "payload=wait_ms:20"});
+    ASSERT_EQ(a.child->read_until("O"), "O");
+    const auto acknowledged = a.acknowledged(tasks);
+    ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
+    Replica b(dir.file("s.db"), {"shard=b", "pool=other"});
+    ASSERT_EQ(b.child->read_until("O"), "O") << "shard b waited for shard a's lease";
+    Refusal refused = register_at(b.address());
+    EXPECT_EQ(refused.code, grpc::StatusCode::FAILED_PRECONDITION) << refused.message;
+    EXPECT_EQ(refused.trailers["cronoq-shard"], "a") << refused.message;
+    EXPECT_EQ(refused.trailers["cronoq-shard-endpoint"], "http://" + a.address()) << refused.message;
+    EXPECT_NE(refused.message.find("shard \"a\""), std::string::npos) << refused.message;
+    // A worker whose target is shard b's process only.
+    Child worker({"worker", "target=" + b.address(), "token=secret", "name=w", "slots=4", "backoff_ms=50"});
+    expect_all_succeeded(dir.file("s.db"), acknowledged, *a.child);
+}
+
 }  // namespace
 }  // namespace cronoq::test::serve_workers_test

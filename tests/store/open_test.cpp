@@ -47,7 +47,7 @@ TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
     EXPECT_EQ(mode_of(file.string() + "-shm"), 0600u);
     RawDb raw(file);
     EXPECT_EQ(raw.query_int("PRAGMA application_id"), 0x43524E51);
-    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 3);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 4);
 }
 
 // Schema version 3 added the clients' tables (docs/store.md, "Clients"): a
@@ -62,17 +62,56 @@ TEST(SqliteOpen, AStoreOfSchemaVersionTwoMigratesToThree) {
         store->journal().lead(reports.handlers());
         ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
     }
-    RawDb(file).exec("DROP TABLE inbox; DROP TABLE shard_config; DELETE FROM meta WHERE name = 'next_client_id'; "
+    RawDb(file).exec(std::string(sqlite_v4_to_v3) +
+                     "DROP TABLE inbox; DROP TABLE shard_config; DELETE FROM meta WHERE name = 'next_client_id'; "
                      "PRAGMA user_version = 2");
     auto store = SqliteStore::open(file);
     RawDb raw(file);
-    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 3);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 4);
     EXPECT_EQ(raw.query_int("SELECT value FROM meta WHERE name = 'next_client_id'"),
               static_cast<std::int64_t>(store::first_client_task_id));
     ASSERT_TRUE(store->get_task(TaskId{1}));
     const auto got = store->client_access().submit({task_row(0)});
     EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
     EXPECT_EQ(store->journal().read_inbox(10).size(), 1u);
+}
+
+// Schema version 4 made shards (docs/store.md, "Shards"): a version 3
+// store migrates at open; its one leader row becomes the "default" shard's,
+// epoch and marks kept, so its ids go on where they were and a standby
+// fences the old epoch.
+TEST(SqliteOpen, AStoreOfSchemaVersionThreeMigratesToFourKeepingItsLeaseAsTheDefaultShards) {
+    ScratchDir dir;
+    const auto file = dir.file("s.db");
+    {
+        Reports reports;
+        auto store = SqliteStore::open(file);
+        store->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(store::Batch{{store::HighWaterMarks{4096, 77}}})));
+    }
+    RawDb(file).exec(std::string(sqlite_v4_to_v3) + "UPDATE leader SET epoch = 6; "
+                                                     "INSERT INTO recurring (name, definition) VALUES ('nightly', 'd')");
+    {
+        RawDb raw(file);
+        ASSERT_EQ(raw.query_int("PRAGMA user_version"), 3);
+        ASSERT_EQ(raw.query_int("SELECT epoch FROM leader WHERE id = 1"), 6);
+    }
+    Reports reports;  // outlives the store, whose destruction reports to it
+    auto store = SqliteStore::open(file);
+    RawDb raw(file);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 4);
+    EXPECT_EQ(raw.query_int("SELECT epoch FROM leader WHERE shard = 'default'"), 6);
+    EXPECT_EQ(raw.query_int("SELECT count(*) FROM shard_pools"), 0);
+    EXPECT_EQ(raw.query_int("SELECT count(*) FROM recurring WHERE shard = 'default'"), 1);
+    ASSERT_TRUE(store->get_task(TaskId{1}));
+    store->journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_leading());
+    EXPECT_EQ(reports.recovered->epoch, 7u);
+    EXPECT_EQ(reports.recovered->marks.next_task_id, 4096u);
+    EXPECT_EQ(reports.recovered->marks.next_lease_id, 77u);
+    ASSERT_EQ(reports.recovered->tasks.size(), 1u);
+    ASSERT_EQ(reports.recovered->recurring.size(), 1u);
 }
 
 TEST(SqliteOpen, ReopensAnExistingStore) {

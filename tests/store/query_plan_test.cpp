@@ -75,13 +75,14 @@ TEST(SqliteQueryPlan, AStoreOfSchemaVersionOneMigratesAndKeepsItsRows) {
         // Back to version 1 as it was written: no fair_key, no query
         // indexes, none of version 3's client tables.
         RawDb raw(file);
-        raw.exec("DROP INDEX tasks_by_pool; DROP INDEX tasks_by_fair_key; "
+        raw.exec(std::string(sqlite_v4_to_v3) +
+                 "DROP INDEX tasks_by_pool; DROP INDEX tasks_by_fair_key; "
                  "ALTER TABLE tasks DROP COLUMN fair_key; DROP TABLE inbox; DROP TABLE shard_config; "
                  "DELETE FROM meta WHERE name = 'next_client_id'; PRAGMA user_version = 1");
     }
     auto store = SqliteStore::open(file);
     RawDb raw(file);
-    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 3);
+    EXPECT_EQ(raw.query_int("PRAGMA user_version"), 4);
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN "
                             "('tasks_by_pool', 'tasks_by_fair_key')"),
               2);

@@ -25,7 +25,7 @@ std::int64_t SqliteSite::count_tasks() { return RawDb(file_).query_int("SELECT c
 
 std::int64_t SqliteSite::max_task_id() { return RawDb(file_).query_int("SELECT coalesce(max(id), 0) FROM tasks"); }
 
-std::int64_t SqliteSite::leader_epoch() { return RawDb(file_).query_int("SELECT epoch FROM leader"); }
+std::int64_t SqliteSite::leader_epoch() { return RawDb(file_).query_int("SELECT epoch FROM leader WHERE shard = 'default'"); }
 
 std::int64_t SqliteSite::next_task_id_mark() {
     return RawDb(file_).query_int("SELECT value FROM meta WHERE name = 'next_task_id'");
@@ -37,10 +37,10 @@ std::int64_t SqliteSite::live_leases() {
 }
 
 std::chrono::nanoseconds SqliteSite::lease_left() {
-    return std::chrono::nanoseconds(RawDb(file_).query_int("SELECT expires_at FROM leader") - now_stored());
+    return std::chrono::nanoseconds(RawDb(file_).query_int("SELECT expires_at FROM leader WHERE shard = 'default'") - now_stored());
 }
 
-void SqliteSite::bump_epoch() { RawDb(file_).exec("UPDATE leader SET epoch = epoch + 1"); }
+void SqliteSite::bump_epoch() { RawDb(file_).exec("UPDATE leader SET epoch = epoch + 1 WHERE shard = 'default'"); }
 
 Backend sqlite_backend() {
     return Backend{"sqlite", [] { return std::make_unique<SqliteSite>(); }, "UNIQUE constraint failed"};

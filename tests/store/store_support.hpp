@@ -54,6 +54,16 @@ private:
     std::condition_variable changed_;
 };
 
+/// SQL that takes a SQLite store of schema version 4 back to version 3 as
+/// that version wrote it: one leader row (id 1, the "default" shard's), no
+/// pools' shards, schedules without a shard. For migration tests.
+inline constexpr const char* sqlite_v4_to_v3 =
+    "CREATE TABLE leader_v3 (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL, holder TEXT, "
+    "expires_at INTEGER NOT NULL); "
+    "INSERT INTO leader_v3 SELECT 1, epoch, holder, expires_at FROM leader WHERE shard = 'default'; "
+    "DROP TABLE leader; ALTER TABLE leader_v3 RENAME TO leader; DROP TABLE shard_pools; "
+    "ALTER TABLE recurring DROP COLUMN shard; PRAGMA user_version = 3; ";
+
 /// A raw SQLite connection for checks and tampering.
 class RawDb {
 public:

@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -147,7 +148,7 @@ TEST_F(ToolTest, StatsCountsTasksByStatusWhileALeaderRuns) {
     const auto stats = nlohmann::json::parse(run.out);
     EXPECT_EQ(stats["tasks"], 4);
     EXPECT_EQ(stats["tasks_by_status"]["dead_lettered"], 2);
-    EXPECT_EQ(stats["schema_version"], 3);
+    EXPECT_EQ(stats["schema_version"], 4);
     EXPECT_EQ(stats["leader"]["epoch"], 1);
     EXPECT_FALSE(stats["leader"]["holder"].is_null());
     const ToolRun text = run_tool(dir, {"--store", file(), "stats"});
@@ -155,6 +156,35 @@ TEST_F(ToolTest, StatsCountsTasksByStatusWhileALeaderRuns) {
     EXPECT_NE(text.out.find("dead_lettered: 2"), std::string::npos) << text.out;
     // The leader goes on committing while the tool reads.
     EXPECT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(5))));
+}
+
+// Shards and their leaders (docs/store.md, "Shards"): the fixture leads
+// "default" (no pools), a second store leads "b" with pool "pb".
+TEST_F(ToolTest, StatsShowsShardsTheirLeadersAndPools) {
+    Reports b_reports;
+    auto b = SqliteStore::open(dir.file("s.db"));
+    store::LeadHandlers handlers = b_reports.handlers();
+    handlers.shard = "b";
+    handlers.pools = {"pb"};
+    b->journal().lead(std::move(handlers));
+    ASSERT_TRUE(b_reports.wait_leading());
+    const ToolRun run = run_tool(dir, {"--store", file(), "--json", "stats"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto shards = nlohmann::json::parse(run.out)["shards"];
+    ASSERT_EQ(shards.size(), 2u) << run.out;
+    EXPECT_EQ(shards[0]["shard"], "b");
+    EXPECT_EQ(shards[0]["led"], true);
+    EXPECT_EQ(shards[0]["epoch"], 1);
+    EXPECT_EQ(shards[0]["pools"], nlohmann::json::array({"pb"}));
+    EXPECT_NE(shards[0]["holder"].get<std::string>().find("pid " + std::to_string(::getpid())), std::string::npos);
+    EXPECT_EQ(shards[1]["shard"], "default");
+    EXPECT_EQ(shards[1]["led"], true);
+    b->journal().release();
+    ASSERT_TRUE(b_reports.wait_lost());
+    const ToolRun text = run_tool(dir, {"--store", file(), "stats"});
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("shards:\n  b: no leader (epoch 1); pools pb\n  default: led by pid "), std::string::npos)
+        << text.out;
 }
 
 TEST_F(ToolTest, PruneRemovesOldTerminalTasks) {

@@ -102,6 +102,17 @@ public:
     /// pools as `WorkerServer` does. Needs a store (`open()`, not `build()`),
     /// <cronoq/remote/worker_server.hpp> and the `cronoq::grpc` component
     /// (a program that calls it without linking that does not link).
+    /// The shard of the store this scheduler leads (docs/guide/replicas.md,
+    /// "Shards"; default "default"): its lease, epoch and fencing are its
+    /// own, and the pools it declares belong to it. Throws ConfigError for
+    /// an empty name; `open()` throws ConfigError for a pool that another
+    /// shard declares while it leads or holds unfinished tasks of it. One store
+    /// object leads one shard: a process that leads two opens the store twice.
+    Self& shard(std::string name) {
+        if (name.empty()) throw ConfigError("shard: the name must not be empty");
+        options_.shard = std::move(name);
+        return self();
+    }
     Self& serve_workers(const WorkerServerConfig& config) {
         options_.worker_endpoint = worker_endpoint_factory(config);
         return self();

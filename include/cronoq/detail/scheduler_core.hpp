@@ -62,6 +62,8 @@ struct SchedulerOptions {
     /// `Builder::serve_workers`: the worker endpoint `open()` starts before
     /// it waits to lead; null: none.
     std::shared_ptr<const WorkerEndpointFactory> worker_endpoint;
+    /// `Builder::shard`: the shard of the store this scheduler leads.
+    std::string shard = "default";
 };
 
 /// The tasks of one `try_submit_many`, as the typed shell holds them: read

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -231,6 +232,11 @@ struct Recovered {
     /// terminal): a new leader restores them with the rest and takes the
     /// entries up in its first commit.
     std::vector<InboxEntry> inbox;
+    /// Set when a pool this shard declares belongs to another shard that
+    /// leads now or holds unfinished tasks of it (docs/store.md, "Shards"):
+    /// says which pool and both shards. Nothing else was read or claimed;
+    /// the scheduler refuses to open (`ConfigError`) and releases.
+    std::string pool_conflict;
 };
 
 enum class LostReason {
@@ -251,6 +257,14 @@ struct LeadershipLost {
 };
 
 struct LeadHandlers {
+    /// The shard this process leads (`Builder::shard`, docs/store.md,
+    /// "Shards"): its lease, epoch and fencing are its own.
+    std::string shard = "default";
+    /// The pools the shard declares: the store claims them for it at the
+    /// takeover, and recovery and the inbox hold the tasks of the shard's
+    /// pools only (the "default" shard's: of every pool no other shard
+    /// claims).
+    std::vector<std::string> pools;
     /// Terminal rows updated at most this long ago come back in `Recovered`.
     std::chrono::nanoseconds retention{0};
     /// Once, when this process leads, with the state to recover from.
@@ -273,6 +287,19 @@ struct LeaseView {
     /// That process still holds the lease: not released, not run out (nor,
     /// on PostgreSQL, its session ended).
     bool held = false;
+};
+
+/// The shards of a store (`Journal::read_shards`).
+struct ShardMap {
+    struct Lease {
+        std::string shard;
+        LeaseView lease;
+        /// Names the process that holds (or last held) the lease.
+        std::optional<std::string> holder;
+    };
+    std::vector<Lease> leases;
+    /// (pool, shard): the shard whose leader claimed the pool, by pool.
+    std::vector<std::pair<std::string, std::string>> pools;
 };
 
 /// Store figures for `Scheduler::snapshot()`.
@@ -322,12 +349,17 @@ public:
     /// `Store::get_task`; throws StoreError when the store cannot be read.
     virtual std::optional<TaskRow> read_task(const TaskRef& task) const = 0;
 
-    /// Who leads now, as the store says: for a standby that sends workers to
-    /// the leader (docs/remote.md, Redirects). Reads on the calling thread,
-    /// like `read_task`; throws StoreError when the store cannot be read.
+    /// Who leads now the shard `lead` was given ("default" before it), as the
+    /// store says: for a standby that sends workers to the leader
+    /// (docs/remote.md, Redirects). Reads on the calling thread, like
+    /// `read_task`; throws StoreError when the store cannot be read.
     virtual LeaseView read_lease() const = 0;
-    /// Up to `limit` entries that clients committed and no commit of a
-    /// leader took up yet, in commit order. Reads on the calling thread, like
+    /// Every shard's lease, by shard name, and the shard each pool belongs
+    /// to (docs/store.md, "Shards"). Reads like `read_lease`.
+    virtual ShardMap read_shards() const = 0;
+    /// Up to `limit` entries that clients committed for this shard (for tasks
+    /// of its pools) and no commit of a leader took up yet, in commit order.
+    /// Reads on the calling thread, like
     /// `read_task`; entries already taken but not yet committed come again
     /// (the caller skips those it holds).
     virtual std::vector<InboxEntry> read_inbox(std::size_t limit) const = 0;

@@ -14,6 +14,8 @@
 // the INSERT. Other kinds end the run and are one statement each, in order.
 #include "store_impl.hpp"
 
+#include "../shard_ranges.hpp"
+
 #include <endian.h>
 
 #include <limits>
@@ -94,7 +96,8 @@ std::optional<std::string_view> view(const std::string* s) {
 
 }  // namespace
 
-ChangeStatements::ChangeStatements(const Names& names, std::vector<Query>& out) : names_(names), out_(out) {}
+ChangeStatements::ChangeStatements(const Names& names, std::vector<Query>& out, std::string shard)
+    : names_(names), out_(out), shard_(std::move(shard)) {}
 
 ChangeStatements::Pending& ChangeStatements::pending_for(std::uint64_t id, std::size_t bytes) {
     if (!rows_.empty() && bytes_ + bytes > run_bytes) close_run();
@@ -130,9 +133,10 @@ void ChangeStatements::add(const Change& change) {
                 out_.push_back(Query{"UPDATE " + n.tasks + " SET key = NULL WHERE id = $1", {Param(to_int64(c.id.value))}});
             } else if constexpr (std::is_same_v<C, RecurringPut>) {
                 out_.push_back(Query{"INSERT INTO " + n.recurring +
-                                         " (name, definition) VALUES ($1, $2) "
-                                         "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
-                                     {Param(c.name), Param(c.definition)}});
+                                         " (name, definition, shard) VALUES ($1, $2, $3) "
+                                         "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, "
+                                         "shard = excluded.shard",
+                                     {Param(c.name), Param(c.definition), Param(shard_)}});
             } else if constexpr (std::is_same_v<C, RecurringRemoved>) {
                 out_.push_back(Query{"DELETE FROM " + n.recurring + " WHERE name = $1", {Param(c.name)}});
             } else if constexpr (std::is_same_v<C, RecurringFired>) {
@@ -144,10 +148,12 @@ void ChangeStatements::add(const Change& change) {
                                          "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                                      {Param(fair_weight_name(c.pool, c.key)), Param(fair_weight_value(c.weight))}});
             } else if constexpr (std::is_same_v<C, HighWaterMarks>) {
-                out_.push_back(Query{"UPDATE " + n.meta +
-                                         " SET value = greatest(value, CASE name WHEN 'next_task_id' THEN $1::bigint "
-                                         "ELSE $2::bigint END) WHERE name IN ('next_task_id', 'next_lease_id')",
-                                     {Param(to_int64(c.next_task_id)), Param(to_int64(c.next_lease_id))}});
+                out_.push_back(Query{"INSERT INTO " + n.meta +
+                                         " AS m (name, value) VALUES ($3, $1::bigint), ($4, $2::bigint) "
+                                         "ON CONFLICT (name) DO UPDATE SET value = greatest(m.value, excluded.value)",
+                                     {Param(to_int64(c.next_task_id)), Param(to_int64(c.next_lease_id)),
+                                      Param(mark_name("next_task_id", shard_)),
+                                      Param(mark_name("next_lease_id", shard_))}});
             } else if constexpr (std::is_same_v<C, ConfigWritten>) {
                 const ShardConfig& config = c.config;
                 out_.push_back(Query{"INSERT INTO " + n.shard_config +

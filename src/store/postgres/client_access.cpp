@@ -29,8 +29,14 @@ using std::chrono::system_clock;
 
 namespace {
 
-/// Shards are one ("default") until a leader leads a shard of its own.
-constexpr const char* default_shard = "default";
+/// An entry's shard, for the record (`cronoq-store`), over the task id `t`:
+/// the shard that claimed the task's pool, "" when none has yet. Leaders
+/// take entries by the shard of the task's pool when they read
+/// (docs/store.md, "Shards").
+std::string shard_of_task_sql(const Names& n) {
+    return "coalesce((SELECT p.shard FROM " + n.shard_pools + " p JOIN " + n.tasks +
+           " k ON k.pool = p.pool WHERE k.id = t), '')";
+}
 
 /// FNV-1a: a stable 64-bit advisory lock key.
 std::int64_t hash_of(const std::string& text) {
@@ -155,9 +161,10 @@ std::vector<ClientSubmitted> PostgresClientAccess::submit_rows(std::vector<TaskR
             statements.finish();
             // Numbered in the order of the rows.
             second.push_back(Query{"INSERT INTO " + n.inbox +
-                                       " (op, task_id, shard, committed_at) SELECT 'submit', t, $2, $3 "
-                                       "FROM unnest($1::bigint[]) WITH ORDINALITY AS u(t, o) ORDER BY o",
-                                   {Param(array_of(queued)), Param(default_shard), Param(to_stored(now))}});
+                                       " (op, task_id, shard, committed_at) SELECT 'submit', t, " +
+                                       shard_of_task_sql(n) +
+                                       ", $2 FROM unnest($1::bigint[]) WITH ORDINALITY AS u(t, o) ORDER BY o",
+                                   {Param(array_of(queued)), Param(to_stored(now))}});
             second.push_back(Query{"SELECT pg_notify('cronoq_inbox', $1)", {Param(n.schema)}});
         }
         second.push_back(Query{"COMMIT", {}});
@@ -185,8 +192,9 @@ bool PostgresClientAccess::cancel(const TaskRef& task) {
             c.exec("ROLLBACK");
             return false;
         }
-        c.pipeline({Query{"INSERT INTO " + n.inbox + " (op, task_id, shard, committed_at) VALUES ('cancel', $1, $2, $3)",
-                          {Param(row.int64(0, 0)), Param(default_shard), Param(to_stored(system_clock::now()))}},
+        c.pipeline({Query{"INSERT INTO " + n.inbox + " (op, task_id, shard, committed_at) SELECT 'cancel', t, " +
+                              shard_of_task_sql(n) + ", $2 FROM (SELECT $1::bigint AS t) AS u",
+                          {Param(row.int64(0, 0)), Param(to_stored(system_clock::now()))}},
                     Query{"SELECT pg_notify('cronoq_inbox', $1)", {Param(n.schema)}}, Query{"COMMIT", {}}});
         return true;
     });
@@ -200,8 +208,9 @@ void PostgresClientAccess::set_paused(const std::string& pool, bool paused) {
     const std::string op = inbox_op_text(paused ? InboxEntry::Op::Pause : InboxEntry::Op::Resume, pool);
     rolling_back(c, [&] {
         c.pipeline({Query{"BEGIN", {}}, Query{"SELECT pg_advisory_xact_lock($1::bigint)", {Param(inbox_lock_)}},
-                    Query{"INSERT INTO " + n.inbox + " (op, task_id, shard, committed_at) VALUES ($1, 0, $2, $3)",
-                          {Param(op), Param(default_shard), Param(to_stored(system_clock::now()))}},
+                    Query{"INSERT INTO " + n.inbox + " (op, task_id, shard, committed_at) VALUES ($1, 0, " +
+                              "coalesce((SELECT shard FROM " + n.shard_pools + " WHERE pool = $2), ''), $3)",
+                          {Param(op), Param(pool), Param(to_stored(system_clock::now()))}},
                     Query{"SELECT pg_notify('cronoq_inbox', $1)", {Param(n.schema)}}, Query{"COMMIT", {}}});
     });
 }

@@ -2,15 +2,20 @@
 // leader takes submissions and cancels from, and the shards' configurations.
 #include "store_impl.hpp"
 
+#include "../shard_ranges.hpp"
+
 namespace cronoq::store::postgres {
 
-std::vector<InboxEntry> read_inbox(Connection& c, const Names& n, std::size_t limit) {
+std::vector<InboxEntry> read_inbox(Connection& c, const Names& n, const std::string& shard, std::size_t limit) {
     // The task's columns first, as read_row reads them; the entry's after.
+    // An entry is the shard's when its pool is (a cancel's: its task's;
+    // a pause's or resume's: the one it names).
     std::string sql = "SELECT " + qualified_columns(task_columns, "t");
     sql += ", i.seq, i.op, i.task_id FROM " + n.inbox;
     sql += " i LEFT JOIN " + n.tasks;
-    sql += " t ON t.id = i.task_id AND i.op = 'submit' ORDER BY i.seq LIMIT $1";
-    Result r = c.exec(sql, {Param(to_int64(limit))});
+    sql += " t ON t.id = i.task_id WHERE " + owned_pool_sql(inbox_entry_pool_sql(), "$2::text", n.shard_pools);
+    sql += " ORDER BY i.seq LIMIT $1";
+    Result r = c.exec(sql, {Param(to_int64(limit)), Param(shard)});
     std::vector<InboxEntry> out;
     out.reserve(static_cast<std::size_t>(r.rows()));
     for (int i = 0; i < r.rows(); ++i) {

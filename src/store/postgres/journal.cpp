@@ -34,15 +34,25 @@ std::optional<std::uint64_t> PostgresStore::Impl::try_take_over(nanoseconds&) {
         writer.reset();
         writer = std::make_unique<Connection>(conninfo, nanoseconds(0));
     }
-    Result locked = writer->exec("SELECT pg_try_advisory_lock($1::bigint)", {Param(names->lock_key)});
+    if (shard_name_.empty()) {
+        shard_name_ = shard();
+        shard_lock_ = names->lock_key_for(shard_name_);
+    }
+    Result locked = writer->exec("SELECT pg_try_advisory_lock($1::bigint)", {Param(shard_lock_)});
     if (locked.boolean(0, 0)) {
         // The session that led is gone (released, terminated or dropped):
         // whatever it had not committed never will be. A new epoch fences
         // anything that still believes it leads.
-        Result taken = writer->exec("UPDATE " + names->leader +
-                                        " SET epoch = epoch + 1, holder = $1, backend_pid = pg_backend_pid(), "
-                                        "expires_at = " + lease_expiry(2) + " WHERE id = 1 RETURNING epoch",
-                                    {Param(holder), lease_param(config.leader_lease)});
+        writer->exec("BEGIN");
+        Result taken;
+        rolling_back(*writer, [&] {
+            ensure_leader_row(*writer, *names, shard_name_);
+            taken = writer->exec("UPDATE " + names->leader +
+                                     " SET epoch = epoch + 1, holder = $1, backend_pid = pg_backend_pid(), "
+                                     "expires_at = " + lease_expiry(2) + " WHERE shard = $3 RETURNING epoch",
+                                 {Param(holder), lease_param(config.leader_lease), Param(shard_name_)});
+            writer->exec("COMMIT");
+        });
         if (taken.rows() != 1) {
             std::string what = "the PostgreSQL schema " + names->schema;
             what += " has no leader row";
@@ -57,8 +67,8 @@ std::optional<std::uint64_t> PostgresStore::Impl::try_take_over(nanoseconds&) {
         "SELECT expires_at <= now(), (SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
         "AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid AND l.objsubid = 1 "
         "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1) FROM " +
-            names->leader + " WHERE id = 1",
-        {high_half(names->lock_key), low_half(names->lock_key)});
+            names->leader + " WHERE shard = $3",
+        {high_half(shard_lock_), low_half(shard_lock_), Param(shard_name_)});
     if (holder_row.rows() == 1 && holder_row.boolean(0, 0) && !holder_row.is_null(0, 1))
         writer->exec("SELECT pg_terminate_backend($1::integer)", {Param(holder_row.int64(0, 1))});
     return std::nullopt;
@@ -73,14 +83,30 @@ Recovered PostgresStore::Impl::recover(std::uint64_t epoch, WallTime terminal_si
     }
     next_inbox_poll_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     try {
+        const auto check_epoch = [&] {
+            Result row = writer->exec("SELECT epoch FROM " + names->leader + " WHERE shard = $1 FOR UPDATE",
+                                      {Param(shard_name_)});
+            if (row.rows() != 1 || static_cast<std::uint64_t>(row.int64(0, 0)) != epoch)
+                throw StoreError(StoreErrorKind::Fenced, "fenced: another process took leadership over during recovery");
+        };
+        Recovered recovered;
+        // The shard's pools first, committed, so that the load reads the
+        // tasks of the pools it claimed (docs/store.md, "Shards").
+        writer->exec("BEGIN");
+        rolling_back(*writer, [&] {
+            check_epoch();
+            recovered.pool_conflict = claim_pools(*writer, *names, shard_name_, shard_pools());
+            writer->exec(recovered.pool_conflict.empty() ? "COMMIT" : "ROLLBACK");
+        });
+        if (!recovered.pool_conflict.empty()) return recovered;
         writer->exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
-        Result row = writer->exec("SELECT epoch FROM " + names->leader + " WHERE id = 1 FOR UPDATE");
-        if (row.rows() != 1 || static_cast<std::uint64_t>(row.int64(0, 0)) != epoch)
-            throw StoreError(StoreErrorKind::Fenced, "fenced: another process took leadership over during recovery");
-        Recovered recovered = load(*writer, *names, terminal_since);
-        writer->exec("UPDATE " + names->leader + " SET expires_at = " + lease_expiry(1) + " WHERE id = 1",
-                     {lease_param(config.leader_lease)});
-        writer->exec("COMMIT");
+        rolling_back(*writer, [&] {
+            check_epoch();
+            recovered = load(*writer, *names, shard_name_, terminal_since);
+            writer->exec("UPDATE " + names->leader + " SET expires_at = " + lease_expiry(1) + " WHERE shard = $2",
+                         {lease_param(config.leader_lease), Param(shard_name_)});
+            writer->exec("COMMIT");
+        });
         return recovered;
     } catch (const StoreError& error) {
         // Without its session this process holds the lock no more.
@@ -133,12 +159,13 @@ bool ends_tasks(const std::vector<const Batch*>& batches) {
 std::size_t PostgresStore::Impl::commit(const Transaction& t) {
     const Names& n = *names;
     if (check_sql_.empty()) {
-        check_sql_ = "SELECT epoch, holder FROM " + n.leader + " WHERE id = 1 FOR UPDATE";
-        renew_sql_ = "UPDATE " + n.leader + " SET expires_at = " + lease_expiry(1) + " WHERE id = 1";
+        check_sql_ = "SELECT epoch, holder FROM " + n.leader + " WHERE shard = $1 FOR UPDATE";
+        renew_sql_ = "UPDATE " + n.leader + " SET expires_at = " + lease_expiry(1) + " WHERE shard = $2";
         give_up_sql_ = "UPDATE " + n.leader + " SET holder = NULL, backend_pid = NULL, expires_at = " + lease_expiry(1) +
-                       " WHERE id = 1";
+                       " WHERE shard = $2";
     }
     const Param lease = lease_param(config.leader_lease);
+    const Param shard(shard_name_);
     try {
         // One pipelined transaction: the epoch check (a row lock on the
         // lease), the renewal, every change in order, then COMMIT only if
@@ -148,9 +175,9 @@ std::size_t PostgresStore::Impl::commit(const Transaction& t) {
         std::vector<Query> queries;
         queries.reserve(changes + 5);
         queries.push_back(Query{"BEGIN", {}});
-        queries.push_back(Query{check_sql_, {}});
-        queries.push_back(Query{renew_sql_, {lease}});
-        ChangeStatements statements(n, queries);
+        queries.push_back(Query{check_sql_, {shard}});
+        queries.push_back(Query{renew_sql_, {lease, shard}});
+        ChangeStatements statements(n, queries, shard_name_);
         for (const Batch* batch : t.batches)
             for (const Change& change : batch->changes) statements.add(change);
         statements.finish();
@@ -159,7 +186,7 @@ std::size_t PostgresStore::Impl::commit(const Transaction& t) {
         if (t.prune_before)
             queries.push_back(Query{prune_sql(n), {Param(to_stored(*t.prune_before)),
                                                    Param(static_cast<std::int64_t>(t.prune_limit))}});
-        if (t.give_up) queries.push_back(Query{give_up_sql_, {lease}});
+        if (t.give_up) queries.push_back(Query{give_up_sql_, {lease, shard}});
         std::vector<Result> results;
         try {
             results = writer->pipeline(queries);
@@ -172,7 +199,7 @@ std::size_t PostgresStore::Impl::commit(const Transaction& t) {
             const std::string by = results[1].optional_text(0, 1).value_or("none");
             writer->exec("ROLLBACK");
             std::string what = "fenced: another process (" + by;
-            what += ") took leadership of the PostgreSQL schema " + n.schema;
+            what += ") took leadership of shard \"" + shard_name_ + "\" of the PostgreSQL schema " + n.schema;
             what += " over in epoch " + std::to_string(current);
             what += "; this process led epoch " + std::to_string(t.epoch);
             throw StoreError(StoreErrorKind::Fenced, what);
@@ -184,7 +211,7 @@ std::size_t PostgresStore::Impl::commit(const Transaction& t) {
             // The lease row is released already; the session's end frees
             // the lock too, so a failed unlock changes nothing.
             try {
-                writer->exec("SELECT pg_advisory_unlock($1::bigint)", {Param(n.lock_key)});
+                writer->exec("SELECT pg_advisory_unlock($1::bigint)", {Param(shard_lock_)});
             } catch (const StoreError&) {
             }
         }

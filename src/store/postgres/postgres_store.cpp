@@ -58,18 +58,23 @@ std::optional<store::TaskRow> PostgresStore::Impl::find_row(const TaskRef& task)
     return find_task(inspection_connection(), *names, task);
 }
 
-store::LeaseView PostgresStore::Impl::lease_row() const {
+store::LeaseView PostgresStore::Impl::lease_row(const std::string& shard) const {
     // By the server's clock, and only while the leader's session lives: a
     // killed leader's session ends at once, and with it its lock.
     store::postgres::Result r = inspection_connection().exec(
         "SELECT epoch, COALESCE(holder IS NOT NULL AND expires_at > now() AND backend_pid IN (SELECT pid FROM "
-        "pg_stat_activity), false) FROM " + names->leader + " WHERE id = 1");
+        "pg_stat_activity), false) FROM " + names->leader + " WHERE shard = $1",
+        {store::postgres::Param(shard)});
     if (r.rows() != 1) return {};
     return {static_cast<std::uint64_t>(r.int64(0, 0)), r.boolean(0, 1)};
 }
 
-std::vector<store::InboxEntry> PostgresStore::Impl::inbox_rows(std::size_t limit) const {
-    return store::postgres::read_inbox(inspection_connection(), *names, limit);
+store::ShardMap PostgresStore::Impl::shard_rows() const {
+    return store::postgres::read_shard_map(inspection_connection(), *names);
+}
+
+std::vector<store::InboxEntry> PostgresStore::Impl::inbox_rows(const std::string& shard, std::size_t limit) const {
+    return store::postgres::read_inbox(inspection_connection(), *names, shard, limit);
 }
 
 std::vector<store::TaskRow> PostgresStore::Impl::list_rows(TaskStatus status, std::size_t limit) const {

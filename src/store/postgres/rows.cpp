@@ -2,6 +2,8 @@
 // recovery load, in the store's PostgreSQL schema.
 #include "store_impl.hpp"
 
+#include "../shard_ranges.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -109,6 +111,31 @@ std::string migrate_v2_to_v3(const Names& n) {
     return sql;
 }
 
+/// Version 4: shards (docs/postgres.md, "Shards"; docs/store.md, "Shards"):
+/// one leader row per shard, each with its epoch, lease and the base of its
+/// range of ids (its marks live in `meta` under names of their own, the
+/// "default" shard's under the old ones); `shard_pools` says which shard
+/// claimed each pool; a recurring schedule belongs to the shard that put it.
+std::string migrate_v3_to_v4(const Names& n) {
+    std::string sql = "CREATE TABLE " + n.quoted;
+    sql += ".leader_v4 (shard text PRIMARY KEY, epoch bigint NOT NULL, holder text, backend_pid integer, "
+           "expires_at timestamptz NOT NULL, id_base bigint NOT NULL);";
+    sql += "INSERT INTO " + n.quoted;
+    sql += ".leader_v4 (shard, epoch, holder, backend_pid, expires_at, id_base) SELECT 'default', epoch, holder, "
+           "backend_pid, expires_at, 0 FROM " + n.leader;
+    sql += " WHERE id = 1;";
+    sql += "DROP TABLE " + n.leader;
+    sql += ";ALTER TABLE " + n.quoted;
+    sql += ".leader_v4 RENAME TO leader;";
+    sql += "CREATE TABLE " + n.shard_pools;
+    sql += " (pool text PRIMARY KEY, shard text NOT NULL);";
+    sql += "ALTER TABLE " + n.recurring;
+    sql += " ADD COLUMN shard text NOT NULL DEFAULT 'default';";
+    sql += "UPDATE " + n.meta;
+    sql += " SET value = 4 WHERE name = 'schema_version';";
+    return sql;
+}
+
 /// The schema's version; 0 when the schema is missing or holds nothing.
 std::int64_t read_version(Connection& c, const Names& n) {
     Result shape = c.exec(
@@ -146,14 +173,17 @@ std::int64_t read_version(Connection& c, const Names& n) {
     return version;
 }
 
-HighWaterMarks read_marks(Connection& c, const Names& n) {
+/// The shard's marks, never below the start of its range of ids.
+HighWaterMarks read_marks(Connection& c, const Names& n, const std::string& shard) {
+    const std::string task = mark_name("next_task_id", shard), lease = mark_name("next_lease_id", shard);
+    Result m = c.exec("SELECT coalesce((SELECT value FROM " + n.meta + " WHERE name = $1), 0), coalesce((SELECT value FROM " +
+                          n.meta + " WHERE name = $2), 0), coalesce((SELECT id_base FROM " + n.leader +
+                          " WHERE shard = $3), 0)",
+                      {Param(task), Param(lease), Param(shard)});
+    const auto base = static_cast<std::uint64_t>(m.int64(0, 2));
     HighWaterMarks marks;
-    Result m = c.exec("SELECT name, value FROM " + n.meta + " WHERE name IN ('next_task_id', 'next_lease_id')");
-    for (int i = 0; i < m.rows(); ++i) {
-        const auto value = static_cast<std::uint64_t>(m.int64(i, 1));
-        if (m.text(i, 0) == "next_task_id") marks.next_task_id = value;
-        else marks.next_lease_id = value;
-    }
+    marks.next_task_id = std::max(static_cast<std::uint64_t>(m.int64(0, 0)), base);
+    marks.next_lease_id = std::max(static_cast<std::uint64_t>(m.int64(0, 1)), base);
     return marks;
 }
 
@@ -169,12 +199,18 @@ void in_transaction(Connection& c, const char* begin, Body&& body) {
 
 }  // namespace
 
+std::int64_t Names::lock_key_for(const std::string& shard) const {
+    // The "default" shard keeps the lock a store of one shard had.
+    return shard == "default" ? lock_key : lock_key_of(schema + "\n" + shard);
+}
+
 Names::Names(const Connection& connection, const std::string& name)
     : schema(name), quoted(connection.identifier(name)), lock_key(lock_key_of(name)) {
     tasks = quoted + ".tasks";
     recurring = quoted + ".recurring";
     meta = quoted + ".meta";
     leader = quoted + ".leader";
+    shard_pools = quoted + ".shard_pools";
     inbox = quoted + ".inbox";
     shard_config = quoted + ".shard_config";
 }
@@ -217,6 +253,10 @@ void migrate(Connection& c, const Names& n) {
         if (version == 2) {
             c.exec(migrate_v2_to_v3(n));
             version = 3;
+        }
+        if (version == 3) {
+            c.exec(migrate_v3_to_v4(n));
+            version = 4;
         }
     });
 }
@@ -296,13 +336,14 @@ std::size_t prune_tasks(Connection& c, const Names& n, WallTime cutoff, std::siz
     return static_cast<std::size_t>(r.affected());
 }
 
-Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
+Recovered load(Connection& c, const Names& n, const std::string& shard, WallTime terminal_since) {
     Recovered out;
     std::string sql = std::string("SELECT ") + task_columns;
     sql += " FROM " + n.tasks;
-    sql += " WHERE status NOT IN " + terminal_status_list();
-    sql += " OR updated_at >= $1 ORDER BY id";
-    Result tasks = c.exec(sql, {Param(to_stored(terminal_since))});
+    sql += " WHERE (status NOT IN " + terminal_status_list();
+    sql += " OR updated_at >= $1) AND " + owned_pool_sql("pool", "$2::text", n.shard_pools);
+    sql += " ORDER BY id";
+    Result tasks = c.exec(sql, {Param(to_stored(terminal_since)), Param(shard)});
     for (int i = 0; i < tasks.rows(); ++i) {
         // An unknown status is reported, not thrown: one such row must not
         // keep every other task of the store from coming back.
@@ -312,15 +353,16 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
         }
         out.tasks.push_back(read_row(tasks, i, n));
     }
-    Result recurring = c.exec("SELECT name, definition, last_fired FROM " + n.recurring + " ORDER BY name");
+    Result recurring =
+        c.exec("SELECT name, definition, last_fired FROM " + n.recurring + " WHERE shard = $1 ORDER BY name", {Param(shard)});
     for (int i = 0; i < recurring.rows(); ++i) {
         RecurringRow row{recurring.text(i, 0), recurring.text(i, 1), std::nullopt};
         if (!recurring.is_null(i, 2)) row.last_fired = from_stored(recurring.int64(i, 2));
         out.recurring.push_back(std::move(row));
     }
     out.paused_pools = paused_pools(c, n);
-    out.marks = read_marks(c, n);
-    out.inbox = read_inbox(c, n, std::numeric_limits<std::size_t>::max());
+    out.marks = read_marks(c, n, shard);
+    out.inbox = read_inbox(c, n, shard, std::numeric_limits<std::size_t>::max());
     Result weights = c.exec("SELECT name, value FROM " + n.meta + " WHERE substr(name, 1, 12) = 'fair_weight:' ORDER BY name");
     for (int i = 0; i < weights.rows(); ++i)
         if (auto w = read_fair_weight(weights.text(i, 0), weights.int64(i, 1))) out.fair_weights.push_back(std::move(*w));
@@ -330,7 +372,12 @@ Recovered load(Connection& c, const Names& n, WallTime terminal_since) {
 bool apply_unless_led(Connection& c, const Names& n, const Change& change) {
     bool applied = false;
     in_transaction(c, "BEGIN", [&] {
-        if (!c.exec("SELECT pg_try_advisory_xact_lock($1::bigint)", {Param(n.lock_key)}).boolean(0, 0)) return;
+        // Every shard's lock: no shard may lead while the change is written.
+        Result shards = c.exec("SELECT shard FROM " + n.leader);
+        for (int i = 0; i < shards.rows(); ++i)
+            if (!c.exec("SELECT pg_try_advisory_xact_lock($1::bigint)", {Param(n.lock_key_for(shards.text(i, 0)))})
+                     .boolean(0, 0))
+                return;
         std::vector<Query> queries;
         ChangeStatements statements(n, queries);
         statements.add(change);
@@ -365,10 +412,11 @@ StoreStats read_stats(Connection& c, const Names& n) {
     }
     stats.recurring = c.exec("SELECT count(*) FROM " + n.recurring).int64(0, 0);
     stats.paused_pools = paused_pools(c, n);
-    stats.marks = read_marks(c, n);
+    stats.marks = read_marks(c, n, "default");
+    stats.shards = read_shard_map(c, n);
     Result leader = c.exec("SELECT epoch, holder, backend_pid, CASE WHEN isfinite(expires_at) THEN "
                            "(extract(epoch FROM expires_at) * 1000000)::bigint * 1000 ELSE 0 END FROM " +
-                           n.leader + " WHERE id = 1");
+                           n.leader + " WHERE shard = 'default'");
     if (leader.rows() == 1) {
         stats.leader.epoch = static_cast<std::uint64_t>(leader.int64(0, 0));
         stats.leader.holder = leader.optional_text(0, 1);

@@ -24,16 +24,18 @@
 
 namespace cronoq::store::postgres {
 
-inline constexpr std::int64_t schema_version = 3;
+inline constexpr std::int64_t schema_version = 4;
 
 /// The store's tables, qualified with its quoted schema, and its lock key.
 struct Names {
     Names(const Connection& connection, const std::string& schema);
     std::string schema;  ///< unquoted
     std::string quoted;
-    std::string tasks, recurring, meta, leader, inbox, shard_config;
+    std::string tasks, recurring, meta, leader, inbox, shard_config, shard_pools;
     /// The advisory lock the leader's session holds (derived from the schema).
     std::int64_t lock_key = 0;
+    /// The advisory lock of the leader of `shard` (docs/postgres.md, "Shards").
+    std::int64_t lock_key_for(const std::string& shard) const;
 };
 
 /// Creates the schema or migrates it forward (one process at a time), or
@@ -50,7 +52,8 @@ std::int64_t verify(Connection& connection, const Names& names);
 /// writes the last run.
 class ChangeStatements {
 public:
-    ChangeStatements(const Names& names, std::vector<Query>& out);
+    /// `shard`: the shard whose leader writes (its marks, its schedules).
+    ChangeStatements(const Names& names, std::vector<Query>& out, std::string shard = "default");
     void add(const Change& change);
     void finish();
 
@@ -66,6 +69,7 @@ private:
 
     const Names& names_;
     std::vector<Query>& out_;
+    const std::string shard_;
     std::vector<Pending> rows_;
     std::unordered_map<std::uint64_t, std::size_t> by_task_;
     std::size_t bytes_ = 0;
@@ -82,7 +86,9 @@ TaskRow read_row(const Result& r, int i, const Names& names);
 
 /// Clients' inbox entries, oldest first (inbox.cpp; docs/postgres.md,
 /// "Clients"), each submission with its task's row as stored now.
-std::vector<InboxEntry> read_inbox(Connection& connection, const Names& names, std::size_t limit);
+/// Only `shard`'s: entries for tasks of its pools (docs/store.md, "Shards").
+std::vector<InboxEntry> read_inbox(Connection& connection, const Names& names, const std::string& shard,
+                                   std::size_t limit);
 std::vector<ShardConfig> read_configs(Connection& connection, const Names& names);
 
 std::optional<TaskRow> find_task(Connection& connection, const Names& names, const TaskRef& task);
@@ -99,7 +105,21 @@ std::vector<std::string> paused_pools(Connection& c, const Names& n);
 /// False, writing nothing, while a leader runs: it would not see the change
 /// (docs/store.md, "Paused pools").
 bool apply_unless_led(Connection& c, const Names& n, const Change& change);
-Recovered load(Connection& connection, const Names& names, WallTime terminal_since);
+Recovered load(Connection& connection, const Names& names, const std::string& shard, WallTime terminal_since);
+
+// Shards (shards.cpp; docs/store.md, "Shards").
+/// Inside the caller's transaction: the leader row of a shard that never
+/// led, with the next free range of ids.
+void ensure_leader_row(Connection& connection, const Names& names, const std::string& shard);
+/// Every shard's lease (held: unexpired and its session alive) and the
+/// pools' shards.
+ShardMap read_shard_map(Connection& connection, const Names& names);
+/// Inside the caller's transaction, right after a takeover of `shard`: claims
+/// `pools` for it (and gives up its claims of pools it no longer declares),
+/// unless one belongs to another shard that leads now or holds unfinished
+/// tasks of it: then claims nothing and returns why, naming both shards.
+std::string claim_pools(Connection& connection, const Names& names, const std::string& shard,
+                        const std::vector<std::string>& pools);
 
 /// `now() + lease` as SQL over parameter `$n` (microseconds, bounded).
 std::string lease_expiry(int n);
@@ -153,14 +173,18 @@ private:
     store::postgres::Connection& inspection_connection() const;
     // store::PipelineStore's inspection queries (postgres_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
-    store::LeaseView lease_row() const override;
-    std::vector<store::InboxEntry> inbox_rows(std::size_t limit) const override;
+    store::LeaseView lease_row(const std::string& shard) const override;
+    store::ShardMap shard_rows() const override;
+    std::vector<store::InboxEntry> inbox_rows(const std::string& shard, std::size_t limit) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
     std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;
     std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;
 
     /// The lease statements of every commit, made at the first.
     std::string check_sql_, renew_sql_, give_up_sql_;
+    /// The shard this store leads (`lead`) and its advisory lock.
+    std::string shard_name_;
+    std::int64_t shard_lock_ = 0;
     /// The next look at the inbox without a notification (a slow safety
     /// net, should one be lost).
     std::chrono::steady_clock::time_point next_inbox_poll_;

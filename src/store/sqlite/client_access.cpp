@@ -17,8 +17,12 @@ using std::chrono::system_clock;
 
 namespace {
 
-/// Shards are one ("default") until a leader leads a shard of its own.
-constexpr std::string_view default_shard = "default";
+/// An entry's shard, for the record (`cronoq-store`): the shard that
+/// claimed the task's pool, "" when none has yet. Leaders take entries by
+/// the shard of the task's pool when they read (docs/store.md, "Shards").
+constexpr const char* queue_sql =
+    "INSERT INTO inbox (op, task_id, shard, committed_at) "
+    "VALUES (?1, ?2, coalesce((SELECT shard FROM shard_pools WHERE pool = ?3), ''), ?4)";
 
 /// The longest retention any shard's leader wrote, or none before any led.
 /// With one shard it is that shard's; a key resolves "whatever its pool or
@@ -61,13 +65,13 @@ std::vector<ClientSubmitted> SqliteClientAccess::submit_rows(std::vector<TaskRow
     // (client or leader) commits a key or an id between the reads and the
     // inserts.
     WriteTransaction transaction(c);
-    if (!writer_) writer_.emplace(c);
+    if (!writer_) writer_.emplace(c, "default");
     // Before the look-ups: the key of a retried task is free for its retry.
     if (old) writer_->apply(TaskKeyReleased{*old});
     const auto retention = written_retention(c);
     const WallTime now = system_clock::now();
     Statement by_key(c, "SELECT id, status, updated_at FROM tasks WHERE key = ?1 ORDER BY id DESC LIMIT 1");
-    Statement queue(c, "INSERT INTO inbox (op, task_id, shard, committed_at) VALUES ('submit', ?1, ?2, ?3)");
+    Statement queue(c, queue_sql);
     std::int64_t next = c.query_int("SELECT value FROM meta WHERE name = 'next_client_id'");
     std::unordered_map<std::string, TaskId> keys;  // those this call resolved or inserted
     std::vector<ClientSubmitted> out;
@@ -92,8 +96,9 @@ std::vector<ClientSubmitted> SqliteClientAccess::submit_rows(std::vector<TaskRow
         row.id = TaskId{static_cast<std::uint64_t>(next++)};
         if (row.key) keys.emplace(*row.key, row.id);
         const TaskId id = row.id;
+        const std::string pool = row.pool;
         writer_->apply(TaskInserted{std::move(row)});
-        queue.bind(1, to_int64(id.value)).bind(2, default_shard).bind(3, to_stored(now)).run();
+        queue.bind(1, std::string_view("submit")).bind(2, to_int64(id.value)).bind(3, pool).bind(4, to_stored(now)).run();
         out.push_back(ClientSubmitted{id, true});
     }
     Statement bump(c, "UPDATE meta SET value = ?1 WHERE name = 'next_client_id'");
@@ -108,8 +113,9 @@ bool SqliteClientAccess::cancel(const TaskRef& task) {
     WriteTransaction transaction(c);
     const auto row = find_task(c, task);
     if (!row || is_terminal(row->status)) return false;  // rolled back: nothing queued
-    Statement queue(c, "INSERT INTO inbox (op, task_id, shard, committed_at) VALUES ('cancel', ?1, ?2, ?3)");
-    queue.bind(1, to_int64(row->id.value)).bind(2, default_shard).bind(3, to_stored(system_clock::now())).run();
+    Statement queue(c, queue_sql);
+    queue.bind(1, std::string_view("cancel")).bind(2, to_int64(row->id.value)).bind(3, row->pool);
+    queue.bind(4, to_stored(system_clock::now())).run();
     transaction.commit();
     return true;
 }
@@ -119,9 +125,10 @@ void SqliteClientAccess::set_paused(const std::string& pool, bool paused) {
     std::lock_guard lock(mutex_);
     Connection& c = connection();
     WriteTransaction transaction(c);
-    Statement queue(c, "INSERT INTO inbox (op, task_id, shard, committed_at) VALUES (?1, 0, ?2, ?3)");
+    Statement queue(c, "INSERT INTO inbox (op, task_id, shard, committed_at) "
+                       "VALUES (?1, 0, coalesce((SELECT shard FROM shard_pools WHERE pool = ?2), ''), ?3)");
     queue.bind(1, inbox_op_text(paused ? InboxEntry::Op::Pause : InboxEntry::Op::Resume, pool));
-    queue.bind(2, default_shard).bind(3, to_stored(system_clock::now())).run();
+    queue.bind(2, pool).bind(3, to_stored(system_clock::now())).run();
     transaction.commit();
 }
 

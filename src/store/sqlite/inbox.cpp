@@ -2,18 +2,21 @@
 
 #include "../stored_values.hpp"
 #include "rows.hpp"
+#include "../shard_ranges.hpp"
 
 #include <string>
 
 namespace cronoq::store::sqlite {
 
-std::vector<InboxEntry> read_inbox(Connection& connection, std::size_t limit) {
+std::vector<InboxEntry> read_inbox(Connection& connection, const std::string& shard, std::size_t limit) {
     // The task's columns first, as read_row reads them; the entry's after.
+    // An entry is the shard's when its pool is (a cancel's: its task's;
+    // a pause's or resume's: the one it names).
     std::string sql = "SELECT " + qualified_columns(task_columns, "t");
-    sql += ", i.seq, i.op, i.task_id FROM inbox i LEFT JOIN tasks t ON t.id = i.task_id AND i.op = 'submit' "
-           "ORDER BY i.seq LIMIT ?1";
+    sql += ", i.seq, i.op, i.task_id FROM inbox i LEFT JOIN tasks t ON t.id = i.task_id WHERE ";
+    sql += owned_pool_sql(inbox_entry_pool_sql(), "?2", "shard_pools") + " ORDER BY i.seq LIMIT ?1";
     Statement statement(connection, sql.c_str());
-    statement.bind(1, to_int64(limit));
+    statement.bind(1, to_int64(limit)).bind(2, shard);
     std::vector<InboxEntry> out;
     while (statement.step()) {
         InboxEntry entry;

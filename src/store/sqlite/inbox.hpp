@@ -7,15 +7,17 @@
 #include <cronoq/store/journal.hpp>
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace cronoq::store::sqlite {
 
-/// Up to `limit` entries, oldest first (commit order: one writer at a
-/// time), each submission with its task's row as stored now; a submission
-/// whose row is gone (pruned) comes without one.
-std::vector<InboxEntry> read_inbox(Connection& connection, std::size_t limit);
+/// Up to `limit` entries of `shard` (for tasks of its pools, docs/store.md,
+/// "Shards"), oldest first (commit order: one writer at a time), each
+/// submission with its task's row as stored now; an entry whose row is gone
+/// (pruned) is the "default" shard's, and a submission comes without one.
+std::vector<InboxEntry> read_inbox(Connection& connection, const std::string& shard, std::size_t limit);
 
 std::vector<ShardConfig> read_configs(Connection& connection);
 

@@ -26,23 +26,34 @@ SqliteStore::Impl::~Impl() { stop(); }
 std::optional<std::uint64_t> SqliteStore::Impl::try_take_over(nanoseconds& next_look) {
     // A read of one row without a lock: cheap enough to poll.
     const WallTime now = system_clock::now();
-    const LeaderRow row = read_leader(*writer);
-    if (takeable(row, now)) return try_take(*writer, holder, now, config.leader_lease);
+    const std::string name = shard();
+    const LeaderRow row = read_leader(*writer, name);
+    if (takeable(row, now)) return try_take(*writer, name, holder, now, config.leader_lease);
     next_look = std::clamp<nanoseconds>(row.expires_at - now, nanoseconds(1), next_look);
     return std::nullopt;
 }
 
 Recovered SqliteStore::Impl::recover(std::uint64_t epoch, WallTime terminal_since) {
     Recovered recovered;
+    const std::string name = shard();
+    {
+        // The shard's pools first, so that the load reads the tasks of
+        // the pools it claimed (docs/store.md, "Shards").
+        WriteTransaction claim(*writer);
+        check_and_renew(*writer, name, epoch, system_clock::now(), config.leader_lease);
+        recovered.pool_conflict = claim_pools(*writer, name, shard_pools(), system_clock::now());
+        if (!recovered.pool_conflict.empty()) return recovered;
+        claim.commit();
+    }
     // Before the read: whatever clients commit after it signals the inbox.
     seen_version_ = writer->query_int("PRAGMA data_version");
     {
         ReadTransaction read(*writer);
-        recovered = load(*writer, terminal_since);
+        recovered = load(*writer, name, terminal_since);
     }
     // The load may have taken a while: renew before the scheduler starts.
     WriteTransaction transaction(*writer);
-    check_and_renew(*writer, epoch, system_clock::now(), config.leader_lease);
+    check_and_renew(*writer, name, epoch, system_clock::now(), config.leader_lease);
     transaction.commit();
     return recovered;
 }
@@ -60,15 +71,16 @@ bool SqliteStore::Impl::inbox_signalled() {
 
 std::size_t SqliteStore::Impl::commit(const Transaction& t) {
     WriteTransaction transaction(*writer);
-    check_and_renew(*writer, t.epoch, system_clock::now(), config.leader_lease);
+    const std::string name = shard();
+    check_and_renew(*writer, name, t.epoch, system_clock::now(), config.leader_lease);
     if (!t.batches.empty()) {
-        if (!changer_) changer_.emplace(*writer);
+        if (!changer_) changer_.emplace(*writer, name);
         for (const Batch* batch : t.batches)
             for (const Change& change : batch->changes) changer_->apply(change);
     }
     std::size_t pruned = 0;
     if (t.prune_before) pruned = prune_tasks(*writer, *t.prune_before, t.prune_limit);
-    if (t.give_up) give_up(*writer);
+    if (t.give_up) give_up(*writer, name);
     transaction.commit();
     return pruned;
 }

@@ -1,7 +1,10 @@
 #include "rows.hpp"
 
 #include "inbox.hpp"
+#include "lease.hpp"
+#include "../shard_ranges.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -49,12 +52,17 @@ std::optional<std::int64_t> optional_stored(const std::optional<WallTime>& time)
     return to_stored(*time);
 }
 
-HighWaterMarks read_marks(Connection& connection) {
+std::uint64_t read_mark(Connection& connection, const std::string& name) {
+    Statement statement(connection, "SELECT value FROM meta WHERE name = ?1");
+    return statement.bind(1, name).step() ? static_cast<std::uint64_t>(statement.int64(0)) : 0;
+}
+
+/// The shard's marks, never below the start of its range of ids.
+HighWaterMarks read_marks(Connection& connection, const std::string& shard) {
+    const std::uint64_t base = id_base(connection, shard);
     HighWaterMarks marks;
-    marks.next_task_id =
-        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_task_id'"));
-    marks.next_lease_id =
-        static_cast<std::uint64_t>(connection.query_int("SELECT value FROM meta WHERE name = 'next_lease_id'"));
+    marks.next_task_id = std::max(read_mark(connection, mark_name("next_task_id", shard)), base);
+    marks.next_lease_id = std::max(read_mark(connection, mark_name("next_lease_id", shard)), base);
     return marks;
 }
 
@@ -68,11 +76,12 @@ struct ChangeWriter::Statements {
           transition(c, "UPDATE tasks SET status = ?2, attempt = ?3, last_error = ?4, updated_at = ?5, run_at = ?6, "
                         "output = coalesce(?7, output) WHERE id = ?1"),
           release_key(c, "UPDATE tasks SET key = NULL WHERE id = ?1"),
-          put_recurring(c, "INSERT INTO recurring (name, definition) VALUES (?1, ?2) "
-                           "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition"),
+          put_recurring(c, "INSERT INTO recurring (name, definition, shard) VALUES (?1, ?2, ?3) "
+                           "ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, shard = excluded.shard"),
           remove_recurring(c, "DELETE FROM recurring WHERE name = ?1"),
           fire_recurring(c, "UPDATE recurring SET last_fired = ?2 WHERE name = ?1"),
-          raise_mark(c, "UPDATE meta SET value = max(value, ?2) WHERE name = ?1"),
+          raise_mark(c, "INSERT INTO meta (name, value) VALUES (?1, ?2) "
+                        "ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)"),
           put_config(c, "INSERT INTO shard_config (shard, body, retention, written_at) VALUES (?1, ?2, ?3, ?4) "
                         "ON CONFLICT (shard) DO UPDATE SET body = excluded.body, retention = excluded.retention, "
                         "written_at = excluded.written_at"),
@@ -85,13 +94,17 @@ struct ChangeWriter::Statements {
         take_entry, pause, resume, put_setting;
 };
 
-ChangeWriter::ChangeWriter(Connection& connection) : statements_(std::make_unique<Statements>(connection)) {}
+ChangeWriter::ChangeWriter(Connection& connection, std::string shard)
+    : statements_(std::make_unique<Statements>(connection)),
+      shard_(std::move(shard)),
+      task_mark_(mark_name("next_task_id", shard_)),
+      lease_mark_(mark_name("next_lease_id", shard_)) {}
 ChangeWriter::~ChangeWriter() = default;
 
 void ChangeWriter::apply(const Change& change) {
     Statements& s = *statements_;
     std::visit(
-        [&s](const auto& c) {
+        [&](const auto& c) {
             using C = std::decay_t<decltype(c)>;
             if constexpr (std::is_same_v<C, TaskInserted>) {
                 const TaskRow& r = c.row;
@@ -111,7 +124,7 @@ void ChangeWriter::apply(const Change& change) {
             } else if constexpr (std::is_same_v<C, TaskKeyReleased>) {
                 s.release_key.bind(1, to_int64(c.id.value)).run();
             } else if constexpr (std::is_same_v<C, RecurringPut>) {
-                s.put_recurring.bind(1, c.name).bind(2, c.definition).run();
+                s.put_recurring.bind(1, c.name).bind(2, c.definition).bind(3, shard_).run();
             } else if constexpr (std::is_same_v<C, RecurringRemoved>) {
                 s.remove_recurring.bind(1, c.name).run();
             } else if constexpr (std::is_same_v<C, RecurringFired>) {
@@ -133,8 +146,8 @@ void ChangeWriter::apply(const Change& change) {
                 s.put_setting.bind(1, fair_weight_name(c.pool, c.key)).bind(2, fair_weight_value(c.weight)).run();
             } else {
                 static_assert(std::is_same_v<C, HighWaterMarks>);
-                s.raise_mark.bind(1, std::string_view("next_task_id")).bind(2, to_int64(c.next_task_id)).run();
-                s.raise_mark.bind(1, std::string_view("next_lease_id")).bind(2, to_int64(c.next_lease_id)).run();
+                s.raise_mark.bind(1, task_mark_).bind(2, to_int64(c.next_task_id)).run();
+                s.raise_mark.bind(1, lease_mark_).bind(2, to_int64(c.next_lease_id)).run();
             }
         },
         change);
@@ -189,12 +202,13 @@ std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t lim
     return static_cast<std::size_t>(connection.query_int("SELECT changes()"));
 }
 
-Recovered load(Connection& connection, WallTime terminal_since) {
+Recovered load(Connection& connection, const std::string& shard, WallTime terminal_since) {
     Recovered out;
-    const std::string sql = std::string("SELECT ") + task_columns + " FROM tasks WHERE status NOT IN " +
-                            terminal_status_list() + " OR updated_at >= ?1 ORDER BY id";
+    const std::string sql = std::string("SELECT ") + task_columns + " FROM tasks WHERE (status NOT IN " +
+                            terminal_status_list() + " OR updated_at >= ?1) AND " +
+                            owned_pool_sql("pool", "?2", "shard_pools") + " ORDER BY id";
     Statement tasks(connection, sql.c_str());
-    tasks.bind(1, to_stored(terminal_since));
+    tasks.bind(1, to_stored(terminal_since)).bind(2, shard);
     while (tasks.step()) {
         // An unknown status is reported, not thrown: one such row must not
         // keep every other task of the store from coming back.
@@ -205,13 +219,14 @@ Recovered load(Connection& connection, WallTime terminal_since) {
         out.tasks.push_back(read_row(tasks, connection));
     }
 
-    Statement recurring(connection, "SELECT name, definition, last_fired FROM recurring ORDER BY name");
+    Statement recurring(connection, "SELECT name, definition, last_fired FROM recurring WHERE shard = ?1 ORDER BY name");
+    recurring.bind(1, shard);
     while (recurring.step())
         out.recurring.push_back(RecurringRow{recurring.text(0), recurring.text(1), optional_time(recurring, 2)});
 
     out.paused_pools = paused_pools(connection);
-    out.marks = read_marks(connection);
-    out.inbox = read_inbox(connection, std::numeric_limits<std::size_t>::max());
+    out.marks = read_marks(connection, shard);
+    out.inbox = read_inbox(connection, shard, std::numeric_limits<std::size_t>::max());
     Statement weights(connection, "SELECT name, value FROM meta WHERE substr(name, 1, 12) = 'fair_weight:' ORDER BY name");
     while (weights.step())
         if (auto w = read_fair_weight(weights.text(0), weights.int64(1))) out.fair_weights.push_back(std::move(*w));
@@ -236,11 +251,9 @@ StoreStats read_stats(Connection& connection) {
     }
     stats.recurring = connection.query_int("SELECT count(*) FROM recurring");
     stats.paused_pools = paused_pools(connection);
-    stats.marks = read_marks(connection);
-    Statement leader(connection, "SELECT epoch, holder, expires_at FROM leader WHERE id = 1");
-    if (leader.step())
-        stats.leader = LeaderRow{static_cast<std::uint64_t>(leader.int64(0)), leader.optional_text(1),
-                                 from_stored(leader.int64(2))};
+    stats.marks = read_marks(connection, "default");
+    stats.leader = read_leader(connection, "default");
+    stats.shards = read_shard_map(connection);
     return stats;
 }
 

@@ -21,13 +21,15 @@ namespace cronoq::store::sqlite {
 /// The write statements, prepared once per connection.
 class ChangeWriter {
 public:
-    explicit ChangeWriter(Connection& connection);
+    /// `shard`: the shard whose leader writes (its marks, its schedules).
+    ChangeWriter(Connection& connection, std::string shard);
     ~ChangeWriter();
     void apply(const Change& change);
 
 private:
     struct Statements;
     std::unique_ptr<Statements> statements_;
+    const std::string shard_, task_mark_, lease_mark_;
 };
 
 /// The columns every task read selects, in `read_row`'s order.
@@ -46,8 +48,9 @@ std::vector<TaskRow> query_tasks(Connection& connection, const TaskQueryPlan& pl
 std::size_t prune_tasks(Connection& connection, WallTime cutoff, std::size_t limit);
 /// The pools the store holds paused, by name.
 std::vector<std::string> paused_pools(Connection& connection);
-/// Recovered, except its epoch.
-Recovered load(Connection& connection, WallTime terminal_since);
+/// Recovered of `shard` (docs/store.md, "Shards"), except its epoch.
+Recovered load(Connection& connection, const std::string& shard, WallTime terminal_since);
+
 
 StoreStats read_stats(Connection& connection);
 

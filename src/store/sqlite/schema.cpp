@@ -79,6 +79,31 @@ CREATE TABLE shard_config (
 INSERT INTO meta (name, value) VALUES ('next_client_id', 281474976710656);
 )sql";
 
+// Version 4: shards (docs/store.md, "Shards"). The leader row becomes one
+// row per shard, each with its own epoch and lease, and the base of the
+// shard's range of ids (its high-water marks live in `meta` under names of
+// their own, the "default" shard's under the old ones); `shard_pools` says
+// which shard's leader claimed each pool; a recurring schedule belongs to
+// the shard that put it.
+constexpr const char* migrate_v3_to_v4 = R"sql(
+CREATE TABLE leader_v4 (
+    shard TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    holder TEXT,
+    expires_at INTEGER NOT NULL,
+    id_base INTEGER NOT NULL
+);
+INSERT INTO leader_v4 (shard, epoch, holder, expires_at, id_base)
+    SELECT 'default', epoch, holder, expires_at, 0 FROM leader WHERE id = 1;
+DROP TABLE leader;
+ALTER TABLE leader_v4 RENAME TO leader;
+CREATE TABLE shard_pools (
+    pool TEXT PRIMARY KEY,
+    shard TEXT NOT NULL
+);
+ALTER TABLE recurring ADD COLUMN shard TEXT NOT NULL DEFAULT 'default';
+)sql";
+
 struct Header {
     std::int64_t application_id;
     std::int64_t version;
@@ -154,6 +179,10 @@ void migrate(Connection& connection) {
         connection.exec(migrate_v2_to_v3);
         version = 3;
     }
+    if (version == 3) {
+        connection.exec(migrate_v3_to_v4);
+        version = 4;
+    }
     connection.exec(("PRAGMA application_id=" + std::to_string(cronoq_application_id)).c_str());
     connection.exec(("PRAGMA user_version=" + std::to_string(version)).c_str());
     transaction.commit();
@@ -162,7 +191,7 @@ void migrate(Connection& connection) {
 void check_tables(Connection& connection) {
     ReadTransaction read(connection);
     std::string missing;
-    for (const char* table : {"tasks", "recurring", "meta", "leader", "inbox", "shard_config"}) {
+    for (const char* table : {"tasks", "recurring", "meta", "leader", "inbox", "shard_config", "shard_pools"}) {
         Statement exists(connection, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1");
         if (exists.bind(1, std::string_view(table)).step()) continue;
         missing += missing.empty() ? "" : ", ";
@@ -172,7 +201,7 @@ void check_tables(Connection& connection) {
         throw StoreError(StoreErrorKind::Corrupt, "the store " + connection.path().string() +
                                                       " is damaged: its table(s) " + missing + " are missing");
     // Without it no process could ever take the lead: open() would wait forever.
-    if (connection.query_int("SELECT count(*) FROM leader WHERE id = 1") != 1)
+    if (connection.query_int("SELECT count(*) FROM leader WHERE shard = 'default'") != 1)
         throw StoreError(StoreErrorKind::Corrupt,
                          "the store " + connection.path().string() + " is damaged: its leader row is missing");
 }

@@ -8,7 +8,7 @@
 namespace cronoq::store::sqlite {
 
 /// The schema this build writes, in `PRAGMA user_version`.
-inline constexpr std::int64_t schema_version = 3;
+inline constexpr std::int64_t schema_version = 4;
 /// "CRNQ", in `PRAGMA application_id`: marks the file as a cronoq store.
 inline constexpr std::int64_t cronoq_application_id = 0x43524E51;
 

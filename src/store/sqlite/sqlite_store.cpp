@@ -52,13 +52,20 @@ std::optional<store::TaskRow> SqliteStore::Impl::find_row(const TaskRef& task) c
     return find_task(*inspection, task);
 }
 
-store::LeaseView SqliteStore::Impl::lease_row() const {
-    const store::LeaderRow row = store::sqlite::read_leader(*inspection);
+store::LeaseView SqliteStore::Impl::lease_row(const std::string& shard) const {
+    ReadTransaction read(*inspection);
+    const store::LeaderRow row = store::sqlite::read_leader(*inspection, shard);
     return {row.epoch, !store::sqlite::takeable(row, std::chrono::system_clock::now())};
 }
 
-std::vector<store::InboxEntry> SqliteStore::Impl::inbox_rows(std::size_t limit) const {
-    return store::sqlite::read_inbox(*inspection, limit);
+store::ShardMap SqliteStore::Impl::shard_rows() const {
+    ReadTransaction read(*inspection);
+    return read_shard_map(*inspection);
+}
+
+std::vector<store::InboxEntry> SqliteStore::Impl::inbox_rows(const std::string& shard, std::size_t limit) const {
+    ReadTransaction read(*inspection);
+    return store::sqlite::read_inbox(*inspection, shard, limit);
 }
 
 std::vector<store::TaskRow> SqliteStore::Impl::list_rows(TaskStatus status, std::size_t limit) const {

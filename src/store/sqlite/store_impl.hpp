@@ -51,8 +51,9 @@ struct SqliteStore::Impl final : store::PipelineStore {
 private:
     // store::PipelineStore's inspection queries (sqlite_store.cpp).
     std::optional<store::TaskRow> find_row(const TaskRef& task) const override;
-    store::LeaseView lease_row() const override;
-    std::vector<store::InboxEntry> inbox_rows(std::size_t limit) const override;
+    store::LeaseView lease_row(const std::string& shard) const override;
+    store::ShardMap shard_rows() const override;
+    std::vector<store::InboxEntry> inbox_rows(const std::string& shard, std::size_t limit) const override;
     std::vector<store::TaskRow> list_rows(TaskStatus status, std::size_t limit) const override;
     std::vector<store::TaskRow> query_rows(const store::TaskQueryPlan& plan) const override;
     std::size_t prune_rows(store::WallTime cutoff, std::size_t limit) override;

@@ -31,7 +31,7 @@ using namespace cronoq::store;
 constexpr const char* usage = R"(usage: cronoq-store --store <sqlite path | postgresql:// conninfo> [--schema NAME] [--json] <command>
        cronoq-store --help
 commands:
-  stats                                     task counts by status, schedules, leader
+  stats                                     task counts by status, schedules, leader, shards and their leaders
   list [filters] [--limit N] [--cursor C]   tasks, newest first, a page of N (default 100, at most 1000)
       --status S              with status S (repeat it, or S1,S2, for several)
       --pool P  --kind K      in pool P, of kind K

@@ -167,6 +167,19 @@ nlohmann::json stats_json(const StoreStats& stats) {
                      {"epoch", stats.leader.epoch},
                      {"lease_expires_at", stats.leader.holder ? nlohmann::json(format_time(stats.leader.expires_at))
                                                               : nlohmann::json(nullptr)}};
+    // Every shard with its lease and pools (docs/store.md, "Shards").
+    out["shards"] = nlohmann::json::array();
+    for (const auto& lease : stats.shards.leases) {
+        nlohmann::json pools = nlohmann::json::array();
+        for (const auto& [pool, shard] : stats.shards.pools)
+            if (shard == lease.shard) pools.push_back(pool);
+        out["shards"].push_back({{"shard", lease.shard},
+                                 {"epoch", lease.lease.epoch},
+                                 {"led", lease.lease.held},
+                                 {"holder", lease.lease.held && lease.holder ? nlohmann::json(*lease.holder)
+                                                                              : nlohmann::json(nullptr)},
+                                 {"pools", std::move(pools)}});
+    }
     return out;
 }
 
@@ -184,6 +197,19 @@ std::string stats_text(const StoreStats& stats) {
     out += "leader: " + stats.leader.holder.value_or("none") + " (epoch " + std::to_string(stats.leader.epoch);
     if (stats.leader.holder) out += ", lease until " + format_time(stats.leader.expires_at);
     out += ")\n";
+    if (stats.shards.leases.size() > 1 || !stats.shards.pools.empty()) {
+        out += "shards:\n";
+        for (const auto& lease : stats.shards.leases) {
+            out += "  " + lease.shard + ": ";
+            out += lease.lease.held ? "led by " + lease.holder.value_or("?") : std::string("no leader");
+            out += " (epoch " + std::to_string(lease.lease.epoch) + ")";
+            std::string pools;
+            for (const auto& [pool, shard] : stats.shards.pools)
+                if (shard == lease.shard) pools += (pools.empty() ? "" : ", ") + pool;
+            if (!pools.empty()) out += "; pools " + pools;
+            out += "\n";
+        }
+    }
     return out;
 }
 

@@ -72,6 +72,20 @@ int client_leader_child_main(int argc, char** argv) {
     for (;;) ::pause();
 }
 
+int shard_leader_child_main(int argc, char** argv) {
+    if (argc != 6) return 2;
+    const std::string shard = argv[4], pool = argv[5];
+    auto tagged = Pool<std::string, std::string>(pool).workers(4, 4, 4).executor_fn(
+        [shard](TaskContext, std::shared_ptr<const std::string> s) -> asio::awaitable<Result<std::string>> {
+            asio::steady_timer timer(co_await asio::this_coro::executor, std::chrono::milliseconds(2));
+            co_await timer.async_wait(asio::use_awaitable);
+            co_return *s + "@" + shard;
+        });
+    auto sched = Durable::builder().threads(2).shard(shard).pool(std::move(tagged)).store(open_location(argv[3])).open();
+    say("L");
+    for (;;) ::pause();
+}
+
 bool read_client_acks(Child& child, std::map<std::uint64_t, std::string>& acks) {
     while (auto line = child.read_line()) {
         if (*line == "D") return true;

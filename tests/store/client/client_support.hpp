@@ -35,6 +35,11 @@ int client_submit_child_main(int argc, char** argv);
 /// cancellation, then writes "C <id>" and fails).
 int client_leader_child_main(int argc, char** argv);
 
+/// `--child shard-leader <location> <shard> <pool>`: leads `shard` with one
+/// pool, `pool`, whose attempts take 2 ms and answer "<payload>@<shard>",
+/// and writes "L" once it leads; then runs until killed.
+int shard_leader_child_main(int argc, char** argv);
+
 /// Reads "A <id> <key>" lines of a `client-submit` child until "D" (or its
 /// end of output), into `acks` (id -> key); false if the child ended
 /// without "D".

@@ -85,6 +85,7 @@ using Leadership = StoreTest;
 using Processes = StoreTest;
 using Query = StoreTest;
 using Clients = StoreTest;
+using Shards = StoreTest;
 
 /// A leader process killed at a random point: a backend and a seed.
 class CrashTest : public ::testing::TestWithParam<std::tuple<Backend, unsigned>> {
@@ -102,6 +103,7 @@ std::string crash_test_name(const ::testing::TestParamInfo<CrashTest::ParamType>
     INSTANTIATE_TEST_SUITE_P(Conformance, Processes, ::testing::Values(backend), backend_name);                   \
     INSTANTIATE_TEST_SUITE_P(Conformance, Query, ::testing::Values(backend), backend_name);                       \
     INSTANTIATE_TEST_SUITE_P(Conformance, Clients, ::testing::Values(backend), backend_name);                     \
+    INSTANTIATE_TEST_SUITE_P(Conformance, Shards, ::testing::Values(backend), backend_name);                      \
     INSTANTIATE_TEST_SUITE_P(Conformance, CrashTest,                                                              \
                              ::testing::Combine(::testing::Values(backend), ::testing::Values(1u, 2u, 3u, 4u, 5u)), \
                              crash_test_name)

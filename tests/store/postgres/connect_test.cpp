@@ -13,6 +13,17 @@
 namespace cronoq::test::connect_test {
 namespace {
 
+/// Takes a schema of version 4 back to version 3 as that version wrote it:
+/// one leader row (id 1), no pools' shards, schedules without a shard.
+std::string v4_to_v3(const std::string& q) {
+    return "CREATE TABLE " + q + ".leader_v3 (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, holder "
+           "text, backend_pid integer, expires_at timestamptz NOT NULL); INSERT INTO " + q +
+           ".leader_v3 SELECT 1, epoch, holder, backend_pid, expires_at FROM " + q +
+           ".leader WHERE shard = 'default'; DROP TABLE " + q + ".leader; ALTER TABLE " + q +
+           ".leader_v3 RENAME TO leader; DROP TABLE " + q + ".shard_pools; ALTER TABLE " + q +
+           ".recurring DROP COLUMN shard; UPDATE " + q + ".meta SET value = 3 WHERE name = 'schema_version'";
+}
+
 using namespace std::chrono_literals;
 
 class PgConnect : public ::testing::Test {
@@ -64,12 +75,13 @@ TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
     }
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
+    raw.exec(v4_to_v3(q));
     raw.exec("DROP INDEX " + q + ".tasks_by_pool; DROP INDEX " + q +
              ".tasks_by_fair_key; ALTER TABLE " + q + ".tasks DROP COLUMN fair_key; DROP TABLE " + q +
              ".inbox; DROP TABLE " + q + ".shard_config; DELETE FROM " + q +
              ".meta WHERE name = 'next_client_id'; UPDATE " + q + ".meta SET value = 1 WHERE name = 'schema_version'");
     auto store = connect(schema);
-    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 3);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 4);
     EXPECT_EQ(raw.number("SELECT count(*) FROM pg_indexes WHERE schemaname = '" + schema.name() +
                             "' AND indexname IN ('tasks_by_pool', 'tasks_by_fair_key')"),
               2);
@@ -92,16 +104,49 @@ TEST_F(PgConnect, ASchemaOfVersionTwoMigratesToThree) {
     }
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
+    raw.exec(v4_to_v3(q));
     raw.exec("DROP TABLE " + q + ".inbox; DROP TABLE " + q + ".shard_config; DELETE FROM " + q +
              ".meta WHERE name = 'next_client_id'; UPDATE " + q + ".meta SET value = 2 WHERE name = 'schema_version'");
     auto store = connect(schema);
-    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 3);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 4);
     EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'next_client_id'"),
               static_cast<std::int64_t>(store::first_client_task_id));
     ASSERT_TRUE(store->get_task(TaskId{1}));
     const auto got = store->client_access().submit({task_row(0)});
     EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
     EXPECT_EQ(store->journal().read_inbox(10).size(), 1u);
+}
+
+// Schema version 4 made shards (docs/store.md, "Shards"): a version 3
+// schema migrates at connect; its one leader row becomes the "default"
+// shard's, its epoch and marks kept.
+TEST_F(PgConnect, ASchemaOfVersionThreeMigratesToFourKeepingItsLeaseAsTheDefaultShards) {
+    PgSchema schema;
+    {
+        Reports reports;
+        auto store = connect(schema);
+        store->journal().lead(reports.handlers());
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
+        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(store::Batch{{store::HighWaterMarks{4096, 77}}})));
+    }
+    RawPg raw;
+    const std::string q = "\"" + schema.name() + "\"";
+    raw.exec(v4_to_v3(q));
+    raw.exec("UPDATE " + q + ".leader SET epoch = 6; INSERT INTO " + q +
+             ".recurring (name, definition) VALUES ('nightly', 'd')");
+    ASSERT_EQ(raw.number("SELECT epoch FROM " + q + ".leader WHERE id = 1"), 6);
+    Reports reports;  // outlives the store, whose destruction reports to it
+    auto store = connect(schema);
+    EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 4);
+    EXPECT_EQ(raw.number("SELECT epoch FROM " + q + ".leader WHERE shard = 'default'"), 6);
+    EXPECT_EQ(raw.number("SELECT count(*) FROM " + q + ".shard_pools"), 0);
+    store->journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_leading());
+    EXPECT_EQ(reports.recovered->epoch, 7u);
+    EXPECT_EQ(reports.recovered->marks.next_task_id, 4096u);
+    EXPECT_EQ(reports.recovered->marks.next_lease_id, 77u);
+    EXPECT_EQ(reports.recovered->tasks.size(), 1u);
+    EXPECT_EQ(reports.recovered->recurring.size(), 1u);
 }
 
 TEST_F(PgConnect, UnreachableServerFailsAfterTheConnectTimeout) {

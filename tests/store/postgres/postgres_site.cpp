@@ -20,7 +20,7 @@ public:
     std::int64_t max_task_id() override {
         return RawPg().number("SELECT coalesce(max(id), 0) FROM " + table("tasks"));
     }
-    std::int64_t leader_epoch() override { return RawPg().number("SELECT epoch FROM " + table("leader")); }
+    std::int64_t leader_epoch() override { return RawPg().number("SELECT epoch FROM " + table("leader") + " WHERE shard = 'default'"); }
     std::int64_t next_task_id_mark() override {
         return RawPg().number("SELECT value FROM " + table("meta") + " WHERE name = 'next_task_id'");
     }
@@ -30,10 +30,10 @@ public:
     }
     std::chrono::nanoseconds lease_left() override {
         const auto micros = RawPg().number("SELECT (extract(epoch FROM expires_at - now()) * 1000000)::bigint FROM " +
-                                           table("leader"));
+                                           table("leader") + " WHERE shard = 'default'");
         return std::chrono::microseconds(micros);
     }
-    void bump_epoch() override { RawPg().exec("UPDATE " + table("leader") + " SET epoch = epoch + 1"); }
+    void bump_epoch() override { RawPg().exec("UPDATE " + table("leader") + " SET epoch = epoch + 1 WHERE shard = 'default'"); }
 
 private:
     std::string table(const std::string& name) const { return "\"" + schema_.name() + "\"." + name; }

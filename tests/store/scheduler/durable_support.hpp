@@ -146,6 +146,7 @@ int recurring_child_main(int argc, char** argv);
 /// (client/client_support.hpp).
 int client_submit_child_main(int argc, char** argv);
 int client_leader_child_main(int argc, char** argv);
+int shard_leader_child_main(int argc, char** argv);
 /// `--child ingest-cancel ...` and `--child ingest-leader ...`
 /// (client_ingestion_test.cpp).
 int ingest_child_main(int argc, char** argv);

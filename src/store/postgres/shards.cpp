@@ -1,0 +1,67 @@
+// A store's shards on PostgreSQL (docs/store.md, "Shards"): the leader rows
+// of shards that never led, the pools' claims, and the shard map the worker
+// endpoint and `cronoq-store` read.
+#include "store_impl.hpp"
+
+#include "../shard_ranges.hpp"
+#include "../stored_values.hpp"
+
+namespace cronoq::store::postgres {
+
+void ensure_leader_row(Connection& c, const Names& n, const std::string& shard) {
+    if (c.exec("SELECT 1 FROM " + n.leader + " WHERE shard = $1", {Param(shard)}).rows() == 1) return;
+    // Two first takeovers of two new shards must not pick one range: the
+    // table's lock orders them (rare: once per shard, ever).
+    c.exec("LOCK TABLE " + n.leader + " IN SHARE ROW EXCLUSIVE MODE");
+    if (c.exec("SELECT 1 FROM " + n.leader + " WHERE shard = $1", {Param(shard)}).rows() == 1) return;
+    const auto base =
+        static_cast<std::uint64_t>(c.exec("SELECT coalesce(max(id_base), 0) FROM " + n.leader).int64(0, 0)) +
+        shard_id_range;
+    check_shard_range(base, shard, "the PostgreSQL schema " + n.schema);
+    c.exec("INSERT INTO " + n.leader +
+               " (shard, epoch, holder, backend_pid, expires_at, id_base) VALUES ($1, 0, NULL, NULL, '-infinity', $2)",
+           {Param(shard), Param(static_cast<std::int64_t>(base))});
+}
+
+ShardMap read_shard_map(Connection& c, const Names& n) {
+    ShardMap map;
+    Result leases = c.exec(
+        "SELECT shard, epoch, COALESCE(holder IS NOT NULL AND expires_at > now() AND backend_pid IN (SELECT pid FROM "
+        "pg_stat_activity), false), holder FROM " + n.leader + " ORDER BY shard");
+    for (int i = 0; i < leases.rows(); ++i)
+        map.leases.push_back(ShardMap::Lease{
+            leases.text(i, 0), LeaseView{static_cast<std::uint64_t>(leases.int64(i, 1)), leases.boolean(i, 2)},
+            leases.optional_text(i, 3)});
+    Result pools = c.exec("SELECT pool, shard FROM " + n.shard_pools + " ORDER BY pool");
+    for (int i = 0; i < pools.rows(); ++i) map.pools.emplace_back(pools.text(i, 0), pools.text(i, 1));
+    return map;
+}
+
+std::string claim_pools(Connection& c, const Names& n, const std::string& shard, const std::vector<std::string>& pools) {
+    // Two shards claiming at once take turns: the second sees the first's claims.
+    c.exec("LOCK TABLE " + n.shard_pools + " IN SHARE ROW EXCLUSIVE MODE");
+    for (const std::string& pool : pools) {
+        Result owner = c.exec("SELECT shard FROM " + n.shard_pools + " WHERE pool = $1", {Param(pool)});
+        if (owner.rows() == 0) continue;
+        const std::string other = owner.text(0, 0);
+        if (other == shard) continue;
+        Result state = c.exec(
+            "SELECT COALESCE((SELECT holder IS NOT NULL AND expires_at > now() AND backend_pid IN (SELECT pid FROM "
+            "pg_stat_activity) FROM " + n.leader + " WHERE shard = $1), false), EXISTS (SELECT 1 FROM " + n.tasks +
+                " WHERE pool = $2 AND status NOT IN " + terminal_status_list() + ")",
+            {Param(other), Param(pool)});
+        const bool leads = state.boolean(0, 0), holds = state.boolean(0, 1);
+        if (leads || holds)
+            return "pool \"" + pool + "\" is declared by shard \"" + shard + "\" and by shard \"" + other + "\"" +
+                   (holds ? ", which holds unfinished tasks of it (moving a pool to another shard needs it drained)"
+                          : ", which leads now");
+    }
+    c.exec("DELETE FROM " + n.shard_pools + " WHERE shard = $1", {Param(shard)});
+    for (const std::string& pool : pools)
+        c.exec("INSERT INTO " + n.shard_pools + " (pool, shard) VALUES ($1, $2) ON CONFLICT (pool) DO UPDATE SET "
+               "shard = excluded.shard",
+               {Param(pool), Param(shard)});
+    return {};
+}
+
+}  // namespace cronoq::store::postgres

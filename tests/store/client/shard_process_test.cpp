@@ -1,0 +1,153 @@
+// Shards led by processes of their own (docs/guide/replicas.md, "Shards"),
+// on each backend: tasks routed by pool to two leaders, one client
+// submitting to both and finding, querying and cancelling across them;
+// dependencies and batches across shards refused naming both; one shard's
+// leader SIGKILLed and replaced while the other goes on; a pool declared by
+// two shards refused at open.
+#include "client_support.hpp"
+
+#include <cronoq/cronoq.hpp>
+#include <cronoq/store/journal.hpp>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace cronoq;
+
+namespace {
+
+class ShardProcesses : public ::testing::TestWithParam<test::Backend> {};
+
+Task<std::string> to(const std::string& pool, const std::string& payload) {
+    return Task<std::string>(payload).pool(pool).key(payload);
+}
+
+/// The epoch of `shard`'s lease and whether it is held.
+std::pair<std::uint64_t, bool> lease_of(Store& store, const std::string& shard) {
+    for (const auto& lease : store.journal().read_shards().leases)
+        if (lease.shard == shard) return {lease.lease.epoch, lease.lease.held};
+    return {0, false};
+}
+
+template <class F>
+void expect_invalid_naming_both(F&& submit) {
+    try {
+        submit();
+        ADD_FAILURE() << "accepted a submission across shards";
+    } catch (const SubmitException& e) {
+        EXPECT_EQ(e.error(), SubmitError::Invalid) << e.what();
+        const std::string what = e.what();
+        EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
+        EXPECT_NE(what.find("shard \"b\""), std::string::npos) << what;
+    }
+}
+
+}  // namespace
+
+TEST_P(ShardProcesses, TwoLeadersRunTheTasksOfTheirOwnPoolsAndOneClientWorksAcrossBoth) {
+    test::TestStore store(GetParam());
+    store.open().reset();  // the schema before two processes race to make it
+    test::Child a({"shard-leader", store.location(), "a", "pa"});
+    test::Child b({"shard-leader", store.location(), "b", "pb"});
+    ASSERT_EQ(a.read_line(), "L");
+    ASSERT_EQ(b.read_line(), "L");
+    auto client = test::TestClient::open(store.open());
+    std::vector<test::TestHandle> to_a, to_b;
+    for (int i = 0; i < 10; ++i) {
+        to_a.push_back(client.submit(to("pa", "x" + std::to_string(i))));
+        to_b.push_back(client.submit(to("pb", "y" + std::to_string(i))));
+    }
+    for (int i = 0; i < 10; ++i) {
+        EXPECT_EQ(*to_a[static_cast<std::size_t>(i)].get(), "x" + std::to_string(i) + "@a");
+        EXPECT_EQ(*to_b[static_cast<std::size_t>(i)].get(), "y" + std::to_string(i) + "@b");
+    }
+    // find, get and query see both shards' tasks; a key resolves store-wide.
+    EXPECT_EQ(client.find(TaskRef("y3"))->id(), to_b[3].id());
+    EXPECT_EQ(client.get(TaskRef("x4"))->pool, "pa");
+    EXPECT_EQ(client.submit(to("pa", "y5")).id(), to_b[5].id()) << "a key of shard b's task made a second task";
+    EXPECT_EQ(client.query({.pool = "pa", .limit = 100}).tasks.size(), 10u);
+    EXPECT_EQ(client.query({.limit = 100}).tasks.size(), 20u);
+    EXPECT_EQ(lease_of(*store.open(), "a"), (std::pair<std::uint64_t, bool>{1, true}));
+    EXPECT_EQ(lease_of(*store.open(), "b"), (std::pair<std::uint64_t, bool>{1, true}));
+    // Ids of the two leaders' own ranges never meet the clients' range.
+    for (const auto& h : to_a) EXPECT_GE(h.id().value, test::client_ids_from);
+}
+
+TEST_P(ShardProcesses, DependenciesAndBatchesAcrossShardsAreInvalidNamingBoth) {
+    test::TestStore store(GetParam());
+    store.open().reset();
+    test::Child a({"shard-leader", store.location(), "a", "pa"});
+    test::Child b({"shard-leader", store.location(), "b", "pb"});
+    ASSERT_EQ(a.read_line(), "L");
+    ASSERT_EQ(b.read_line(), "L");
+    auto client = test::TestClient::open(store.open());
+    auto in_b = client.submit(to("pb", "parent"));
+    expect_invalid_naming_both([&] {
+        client.submit(to("pa", "child").depends_on(Dep::on_success(TaskRef(in_b.id()))));
+    });
+    expect_invalid_naming_both([&] {
+        client.submit(to("pa", "child-by-key").depends_on(Dep::on_success(TaskRef("parent"))));
+    });
+    expect_invalid_naming_both([&] {
+        std::vector<Task<std::string>> batch;
+        batch.push_back(to("pa", "one"));
+        batch.push_back(to("pb", "two"));
+        client.submit_batch(std::move(batch));
+    });
+    // Within one shard both go.
+    auto same = client.submit(to("pb", "after-parent").depends_on(Dep::on_success(TaskRef("parent"))));
+    EXPECT_EQ(*same.get(), "after-parent@b");
+    EXPECT_FALSE(client.find(TaskRef("one"))) << "a refused batch committed a task";
+}
+
+TEST_P(ShardProcesses, AShardsLeaderKilledAndReplacedWhileTheOtherShardGoesOn) {
+    test::TestStore store(GetParam());
+    store.open().reset();
+    auto a = std::make_unique<test::Child>(std::vector<std::string>{"shard-leader", store.location(), "a", "pa"});
+    test::Child b({"shard-leader", store.location(), "b", "pb"});
+    ASSERT_EQ(a->read_line(), "L");
+    ASSERT_EQ(b.read_line(), "L");
+    auto client = test::TestClient::open(store.open());
+    EXPECT_EQ(*client.submit(to("pa", "before")).get(), "before@a");
+    a->signal(SIGKILL);
+    EXPECT_EQ(a->wait(), 128 + SIGKILL);
+    // Shard a has no leader: its task waits in the store, shard b's run.
+    auto waiting = client.submit(to("pa", "while-down"));
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(*client.submit(to("pb", "b" + std::to_string(i))).get(), "b" + std::to_string(i) + "@b");
+    EXPECT_EQ(client.get(TaskRef(waiting.id()))->status, TaskStatus::Ready);
+    EXPECT_EQ(lease_of(*store.open(), "b"), (std::pair<std::uint64_t, bool>{1, true})) << "shard b's leader was disturbed";
+    a = std::make_unique<test::Child>(std::vector<std::string>{"shard-leader", store.location(), "a", "pa"});
+    ASSERT_EQ(a->read_line(), "L");
+    EXPECT_EQ(*waiting.get(), "while-down@a");
+    EXPECT_EQ(lease_of(*store.open(), "a"), (std::pair<std::uint64_t, bool>{2, true}));
+    EXPECT_EQ(*client.submit(to("pb", "after")).get(), "after@b");
+    EXPECT_EQ(lease_of(*store.open(), "b").first, 1u);
+}
+
+TEST_P(ShardProcesses, APoolDeclaredByTwoShardsIsRefusedAtOpenNamingBoth) {
+    test::TestStore store(GetParam());
+    store.open().reset();
+    test::Child a({"shard-leader", store.location(), "a", "pa"});
+    ASSERT_EQ(a.read_line(), "L");
+    try {
+        auto sched = test::Durable::builder().shard("b").pool(test::identity_pool("pa")).store(store.open()).open();
+        ADD_FAILURE() << "opened a second shard declaring pool pa";
+        sched.shutdown(0s);
+    } catch (const ConfigError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("pool \"pa\""), std::string::npos) << what;
+        EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
+        EXPECT_NE(what.find("shard \"b\""), std::string::npos) << what;
+    }
+    // The refused process left shard a alone and leads nothing.
+    EXPECT_EQ(lease_of(*store.open(), "a"), (std::pair<std::uint64_t, bool>{1, true}));
+    EXPECT_FALSE(lease_of(*store.open(), "b").second);
+    auto client = test::TestClient::open(store.open());
+    EXPECT_EQ(*client.submit(to("pa", "still")).get(), "still@a");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ShardProcesses, ::testing::ValuesIn(test::tested_backends()), test::BackendName());
