@@ -62,7 +62,7 @@ void Actions::apply(const EngineHeld& held, core::Time now) {
         std::visit([&](auto& a) CRONOQ_REQUIRES(s_.mu) { on(a, now, wall); }, action);
     }
     Timers(s_).rearm(s_.held());
-    Shutdown(s_).check_drained(s_.held());
+    s_.shutdown.check_drained(s_.held());
 }
 
 void Actions::on(core::Dispatch& d, core::Time now, WallTime wall) {

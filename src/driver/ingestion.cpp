@@ -117,7 +117,7 @@ Ingestion::Read Ingestion::pass(std::size_t limit) {
     SchedulerCore::State::Step step(s_);
     // Not leading (yet or any more), or shutting down: the entries stay
     // for this leader's recovery or the next leader's.
-    if (!d.writing(s_.held()) || s_.shutting_down) return Read::Done;
+    if (!d.writing(s_.held()) || s_.shutdown.shutting_down(s_.held())) return Read::Done;
     s_.intake.prune(s_.held(), committed);
     const auto now = s_.clock->now();
     const auto wall = s_.clock->system_now();

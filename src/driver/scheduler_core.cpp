@@ -182,7 +182,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
     auto self = shared_from_this();
     {
         State::Step step(*s_);
-        Shutdown(*s_).begin(s_->held(), grace);
+        s_->shutdown.begin(s_->held(), grace);
     }
     auto drained = s_->delivery.drained();
     co_await drained->async_wait(asio::use_awaitable);
@@ -190,7 +190,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
 
 void SchedulerCore::shutdown_now() {
     State::Step step(*s_);
-    Shutdown(*s_).begin(s_->held(), std::chrono::nanoseconds(0));
+    s_->shutdown.begin(s_->held(), std::chrono::nanoseconds(0));
 }
 
 std::shared_ptr<EventQueue> SchedulerCore::subscribe() {

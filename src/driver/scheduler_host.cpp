@@ -40,9 +40,9 @@ public:
                                   "pool \"" + reg.pool + "\" runs local executors, not remote workers"};
         // With a store, a scheduler that does not lead (a standby, one that
         // lost or gave up the lead) sends the worker to the leader.
-        if (s.durable && (s.shutting_down || !s.durable->writing(s.held())))
+        if (s.durable && (s.shutdown.shutting_down(s.held()) || !s.durable->writing(s.held())))
             return ConnectRefused{ConnectRefused::Kind::NotLeader, "this process does not lead the store"};
-        if (s.shutting_down) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is shutting down"};
+        if (s.shutdown.shutting_down(s.held())) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is shutting down"};
         core::Labels labels(reg.labels.begin(), reg.labels.end());  // a map: sorted, each name once
         const auto now = s.clock->now();
         const WorkerId id = s.engine.connect_worker(*pool, reg.slots, std::move(labels), now);

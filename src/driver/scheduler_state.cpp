@@ -29,7 +29,7 @@ SchedulerCore::State::~State() {
 }
 
 void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time now) {
-    if (shutting_down && mode != AdmitMode::Restoring) {
+    if (shutdown.shutting_down(held()) && mode != AdmitMode::Restoring) {
         for (std::size_t i = 0; i < group.size(); ++i)
             group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
         return;

@@ -38,6 +38,7 @@
 #include "recurring.hpp"
 #include "recurring_table.hpp"
 #include "remote_bridge.hpp"
+#include "shutdown.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
@@ -112,9 +113,8 @@ struct SchedulerCore::State {
     OwnedPool attempt_blocks CRONOQ_GUARDED_BY(mu){shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).
     AttemptLauncher launcher;
-    bool shutting_down CRONOQ_GUARDED_BY(mu) = false;
-    bool finished CRONOQ_GUARDED_BY(mu) = false;          // shutdown completed: no timer may be armed again
-    bool drained_sent CRONOQ_GUARDED_BY(mu) = false;      // its waiters were told
+    // The scheduler's mode (shutting down, finished) and how it stops.
+    Shutdown shutdown{*this};
 
     // ---- reports that found the engine's mutex taken ---------------------------
     Inbox inbox;
@@ -196,7 +196,6 @@ struct SchedulerCore::State {
     asio::awaitable<bool> commit_enqueued();
 
     // ---- timers and recurring occurrences: timers.hpp (Timers) ------------------------
-    // ---- shutdown: shutdown.hpp (Shutdown) -------------------------------------------
 };
 
 }  // namespace cronoq::detail

@@ -31,7 +31,7 @@ asio::awaitable<void> SchedulerCore::open() {
         link->with_state([&](State& s) { s.delivery.committed(report.committed); });
     };
     handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
-        link->with_state([&](State& s) { Shutdown(s).lead_lost(lost); });
+        link->with_state([&](State& s) { s.shutdown.lead_lost(lost); });
     };
     // Workers that reach this process while it waits are sent to the leader
     // (docs/remote.md, "Serving while waiting"); bound before the store may

@@ -95,7 +95,7 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
             const auto pool_id = request.pool ? s.engine.find_pool(*request.pool) : std::optional<core::PoolId>(0);
             PoolRuntime* pool = pool_id ? &s.pools[*pool_id] : nullptr;
             // FIFO: a newcomer queues behind submitters already waiting.
-            const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutting_down;
+            const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutdown.shutting_down(s.held());
             if (!queue_first) {
                 OneSubmission one(submission);
                 const auto now = s.clock->now();
@@ -191,7 +191,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     SubmissionList<decltype(sink)> group(list, sink);
     {
         State::Step step(s);
-        if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+        if (s.shutdown.shutting_down(s.held())) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
         const auto now = s.clock->now();
         s.admit(group, AdmitMode::All, now);
         Actions(s).apply(s.held(), now);

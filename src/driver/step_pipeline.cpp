@@ -123,7 +123,7 @@ void StepPipeline::serve_ends(core::Time now) {
     }
     s_.ends.clear();
     Actions(s_).apply(s_.held(), now);
-    Shutdown(s_).check_drained(s_.held());  // also when the ends left no action
+    s_.shutdown.check_drained(s_.held());  // also when the ends left no action
     // Idle now: no other task could run before the waiters these ends
     // complete, so if this thread is in an attempt's completion they resume
     // in place, not after a trip round the io_context. A busy scheduler

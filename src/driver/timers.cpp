@@ -29,7 +29,7 @@ void Timers::on_wakeup() {
 
 void Timers::on_recurring_due() {
     SchedulerCore::State::Step step(s_);
-    if (s_.shutting_down) return;
+    if (s_.shutdown.shutting_down(s_.held())) return;
     const auto now = s_.clock->now();
     const auto wall = s_.clock->system_now();
     // Admitting an occurrence changes no schedule but its own `last`.
@@ -69,8 +69,8 @@ void Timers::fire(Schedule& s, WallTime at, core::Time now, WallTime wall) {
 
 void Timers::rearm_recurring(const EngineHeld& held) {
     s_.holding(held);
-    if (s_.finished) return;
-    s_.recurring->rearm(s_.held(), s_.clock->system_now(), s_.clock->now(), s_.shutting_down);
+    if (s_.shutdown.finished(held)) return;
+    s_.recurring->rearm(s_.held(), s_.clock->system_now(), s_.clock->now(), s_.shutdown.shutting_down(held));
 }
 
 }  // namespace cronoq::detail

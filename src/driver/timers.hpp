@@ -21,7 +21,7 @@ public:
     /// end with it, and mostly the wakeup has not moved: that test is inline.
     void rearm(const EngineHeld& held) {
         s_.holding(held);
-        if (s_.finished) return;
+        if (s_.shutdown.finished(s_.held())) return;
         const auto next = s_.engine.next_wakeup();
         if (next == s_.armed) return;
         arm(next);
