@@ -36,7 +36,7 @@ void contained(const char* step, const Attempt& a, F&& f) noexcept {
 void Actions::apply(const EngineHeld& held, core::Time now) {
     s_.holding(held);
     s_.engine.drain(s_.actions);
-    if (s_.actions.empty()) return Timers(s_).rearm(s_.held());
+    if (s_.actions.empty()) return s_.timers.rearm(s_.held());
     // Wall time stamps events and stored rows: read that clock only for them.
     const bool events = s_.delivery.has_subscribers();
     const auto wall = events || s_.durable || s_.observers.active() ? s_.clock->system_now()
@@ -61,7 +61,7 @@ void Actions::apply(const EngineHeld& held, core::Time now) {
         if (std::holds_alternative<core::Dispatch>(action)) load_next_dispatch();
         std::visit([&](auto& a) CRONOQ_REQUIRES(s_.mu) { on(a, now, wall); }, action);
     }
-    Timers(s_).rearm(s_.held());
+    s_.timers.rearm(s_.held());
     s_.shutdown.check_drained(s_.held());
 }
 

@@ -62,7 +62,7 @@ void Recovery::lead(store::Recovered recovered) {
         Ingestion(s_).recovered(s_.held(), recovered.inbox, now);
         schedules(recovered.recurring);
         Actions(s_).apply(s_.held(), now);
-        Timers(s_).rearm_recurring(s_.held());
+        s_.timers.rearm_recurring(s_.held());
         if (!recovered.inbox.empty())
             Ingestion(s_).recovered_in(s_.held(), recovered.inbox, s_.durable->enqueue_now(s_.held(), s_.engine));
     }

@@ -73,7 +73,7 @@ SchedulerCore::~SchedulerCore() {
     // being handled) before anything of it goes.
     if (s_ && s_->durable) s_->durable->link()->disconnect();
     // The timers' callbacks hold only a weak reference; cancel their waits.
-    if (s_ && s_->timer) s_->timer->disarm();
+    if (s_) s_->timers.disarm();
     if (s_ && s_->recurring) s_->recurring->stop();
     if (s_) s_->launcher.stop();
 }
@@ -111,11 +111,10 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         p.def = std::move(d);
     }
     state->encoder.pools_ready();
-    state->timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
     core->s_->recurring = std::make_unique<RecurringTable>(core->s_->clock->make_timer(executor), [w = core->s_->self] {
-        if (auto c = w.lock()) Timers(*c->s_).on_recurring_due();
+        if (auto c = w.lock()) c->s_->timers.on_recurring_due();
     });
     // Before anything can happen: a subscription from the builder sees
     // every event, recovery included.

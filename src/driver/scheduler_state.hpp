@@ -39,6 +39,7 @@
 #include "recurring_table.hpp"
 #include "remote_bridge.hpp"
 #include "shutdown.hpp"
+#include "timers.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
@@ -103,8 +104,8 @@ struct SchedulerCore::State {
     // Attempts dispatched in this step, in order: started once the step has
     // let go of the engine (a start may run the executor inline).
     StartList starts CRONOQ_GUARDED_BY(mu);
-    std::unique_ptr<Clock::Timer> timer;
-    std::optional<core::Time> armed CRONOQ_GUARDED_BY(mu);
+    // The engine's timer and the recurring table's, armed and served.
+    Timers timers{*this, clock->make_timer(executor)};
     // Made by create(), then never replaced; its own data is reached with
     // an EngineHeld.
     std::unique_ptr<RecurringTable> recurring;
@@ -195,7 +196,6 @@ struct SchedulerCore::State {
     /// recovery wrote). The caller keeps the state alive.
     asio::awaitable<bool> commit_enqueued();
 
-    // ---- timers and recurring occurrences: timers.hpp (Timers) ------------------------
 };
 
 }  // namespace cronoq::detail

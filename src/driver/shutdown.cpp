@@ -76,8 +76,7 @@ void Shutdown::drain(const EngineHeld& held) {
         if (s_.launcher.any_running(s_.held())) return arm_abandon(held);
         finished_ = true;
         tell_workers(held);
-        s_.armed.reset();
-        s_.timer->disarm();
+        s_.timers.stop(held);
         s_.launcher.stop();
         s_.recurring->stop();
     }
