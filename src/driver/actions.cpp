@@ -4,9 +4,7 @@
 #include <cronoq/logging.hpp>
 
 #include "ingestion.hpp"
-#include "shutdown.hpp"
-#include "step_pipeline.hpp"
-#include "timers.hpp"
+#include "scheduler_state.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -71,7 +69,7 @@ void Actions::on(core::Dispatch& d, core::Time now, WallTime wall) {
     record->set_status(TaskStatus::Running);  // also when the engine reports it
     // Told before the attempt starts: the starts come after this step's
     // deferred work (StepPipeline::end_step), a remote lease with it.
-    if (s_.observers.active()) s_.observers.started(s_.held(), *record, d.lease, d.attempt, now, wall, s_.deferred);
+    if (s_.observers.active()) s_.observers.started(s_.held(), *record, d.lease, d.attempt, now, wall, s_.pipeline.deferred(s_.held()));
     if (d.worker) return dispatch_remote(d, *record, pool);
     auto attempt = s_.attempt_blocks.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));
@@ -84,14 +82,14 @@ void Actions::on(core::Dispatch& d, core::Time now, WallTime wall) {
     s_.launcher.link(s_.held(), *attempt);
     // Started when the step ends, after the engine's mutex: the executor
     // must never run under it.
-    s_.starts.push_back(std::move(attempt));
+    s_.pipeline.start_after(s_.held(), std::move(attempt));
 }
 
 void Actions::on(core::Abort& a, core::Time now, WallTime) {
     // Handing over (a store-backed shutdown's grace ended, or the lead was
     // lost), no status follows: the attempt is left to the next leader.
     if (s_.observers.active() && s_.durable && s_.engine.is_shutting_down() && a.reason == core::AbortReason::Shutdown)
-        s_.observers.handed_over(s_.held(), a.task, now, s_.deferred);
+        s_.observers.handed_over(s_.held(), a.task, now, s_.pipeline.deferred(s_.held()));
     TaskRecord* record = from_user(a.user);
     if (!record->live || record->live->lease != a.lease) return;
     std::shared_ptr<Attempt> owner = std::move(record->live);
@@ -118,13 +116,14 @@ void Actions::on(core::Abort& a, core::Time now, WallTime) {
 }
 
 void Actions::on(core::Status& s, core::Time now, WallTime wall) {
-    if (s_.observers.active()) s_.observers.status(s_.held(), s.task, s.status, s.message, s.at, s_.deferred);
+    std::vector<Deferred>& deferred = s_.pipeline.deferred(s_.held());
+    if (s_.observers.active()) s_.observers.status(s_.held(), s.task, s.status, s.message, s.at, deferred);
     TaskRecord* record = from_user(s.user);
     if (!record) return;
     record->set_status(s.status);
     if (s_.durable) s_.durable->write_status(s_.held(), s, *record, now, wall);
     if (s_.delivery.has_subscribers())
-        s_.deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
+        deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message,
                                           record->fair_key()});
     if (!is_terminal(s.status)) return;
@@ -133,7 +132,7 @@ void Actions::on(core::Status& s, core::Time now, WallTime wall) {
             logger()->info("task {} {} after {} attempt(s): {}", task.value, to_string(status), attempt, message);
         });
     // Made in place: a Deferred is a large variant.
-    Finish& f = *std::get_if<Finish>(&s_.deferred.emplace_back(std::in_place_type<Finish>));
+    Finish& f = *std::get_if<Finish>(&deferred.emplace_back(std::in_place_type<Finish>));
     f.status = s.status;
     f.attempt = s.attempt;
     if (!s.message.empty()) f.message = std::move(s.message);  // a success has none: no call
@@ -154,7 +153,7 @@ void Actions::on(core::Status& s, core::Time now, WallTime wall) {
 void Actions::on(core::Forget& f, core::Time, WallTime) {
     if (TaskRecord* record = from_user(f.user)) {
         // Released after the mutex, with the step's other work.
-        s_.deferred.emplace_back(UniqueFunction<void()>([ref = s_.admission.release(s_.held(), *record)] {}));
+        s_.pipeline.deferred(s_.held()).emplace_back(UniqueFunction<void()>([ref = s_.admission.release(s_.held(), *record)] {}));
     }
 }
 
@@ -190,16 +189,16 @@ void Actions::dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime
     // (posted: the sending runs while delivering).
     auto failed = [weak = s_.self, ex = s_.executor](RemoteEnd end) {
         asio::post(ex, [weak, end = std::move(end)]() mutable {
-            if (auto core = weak.lock()) StepPipeline(SchedulerCore::State::of(*core)).post_remote(std::move(end));
+            if (auto core = weak.lock()) SchedulerCore::State::of(*core).pipeline.post_remote(std::move(end));
         });
     };
     if (auto send = s_.remote.lease(s_.held(), std::move(attempt), d.timeout, s_.encoder, std::move(failed)))
-        s_.deferred.emplace_back(std::move(send));
+        s_.pipeline.deferred(s_.held()).emplace_back(std::move(send));
 }
 
 void Actions::abort_remote(const core::Abort& a, std::shared_ptr<Attempt> attempt) {
     if (auto tell = s_.remote.abort(s_.held(), *attempt, std::string(core::to_string(a.reason))))
-        s_.deferred.emplace_back(std::move(tell));
+        s_.pipeline.deferred(s_.held()).emplace_back(std::move(tell));
 }
 
 void Actions::on(core::AskScaler& q, core::Time, WallTime) {

@@ -73,7 +73,7 @@ public:
         if (!core) return;
         RemoteEnd end{worker, report.lease, RemoteEnd::Kind::Ended, {}, {}};
         std::visit([&](auto& what) { fill(end, worker, what); }, report.what);
-        StepPipeline(*s_).post_remote(std::move(end));
+        s_->pipeline.post_remote(std::move(end));
     }
 
     void disconnect(WorkerId worker) override {

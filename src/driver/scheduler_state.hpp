@@ -39,6 +39,7 @@
 #include "recurring_table.hpp"
 #include "remote_bridge.hpp"
 #include "shutdown.hpp"
+#include "step_pipeline.hpp"
 #include "timers.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -99,11 +100,8 @@ struct SchedulerCore::State {
     // Makes task records and admits them; reached with an EngineHeld.
     Admission admission;
     std::vector<core::Action> actions CRONOQ_GUARDED_BY(mu);
-    std::vector<Deferred> deferred CRONOQ_GUARDED_BY(mu);
-    std::vector<AttemptEnd> ends CRONOQ_GUARDED_BY(mu);  // the inbox drained into this buffer
-    // Attempts dispatched in this step, in order: started once the step has
-    // let go of the engine (a start may run the executor inline).
-    StartList starts CRONOQ_GUARDED_BY(mu);
+    // The end of each step: the inbox, the attempts to start, the deferred work.
+    StepPipeline pipeline{*this};
     // The engine's timer and the recurring table's, armed and served.
     Timers timers{*this, clock->make_timer(executor)};
     // Made by create(), then never replaced; its own data is reached with
@@ -116,10 +114,6 @@ struct SchedulerCore::State {
     AttemptLauncher launcher;
     // The scheduler's mode (shutting down, finished) and how it stops.
     Shutdown shutdown{*this};
-
-    // ---- reports that found the engine's mutex taken ---------------------------
-    Inbox inbox;
-    std::vector<RemoteEnd> remote_ends CRONOQ_GUARDED_BY(mu);  // remote_inbox drained
 
     // ---- clients' submissions and cancels (ingestion.hpp) -----------------------------
     Intake intake;
@@ -171,10 +165,8 @@ struct SchedulerCore::State {
         State& s_;
         std::unique_lock<EngineMutex> lock_;
     };
-    // Their ends, the inbox and what is delivered after the mutex:
-    // step_pipeline.hpp (StepPipeline).
     /// A log line, written after the mutex with the step's other work.
-    void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { deferred.emplace_back(std::move(line)); }
+    void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { pipeline.deferred(held()).emplace_back(std::move(line)); }
     // ---- the engine's actions: actions.hpp (Actions) ---------------------------------
     // ---- admission (mutex held) -----------------------------------------------------
     /// The one admission entry (admission.hpp): every way in admits its

@@ -89,7 +89,7 @@ void Shutdown::drain(const EngineHeld& held) {
     }
     if (!drained_sent_) {
         drained_sent_ = true;
-        s_.deferred.emplace_back(Drained{});  // after every handle's Finish
+        s_.pipeline.deferred(held).emplace_back(Drained{});  // after every handle's Finish
     }
 }
 
@@ -122,7 +122,7 @@ void Shutdown::tell_workers(const EngineHeld& held) {
         reason = s_.durable->lead_ended(s_.held()) ? "the scheduler lost the lead"
                                                   : "the scheduler shut down and released the lead: a standby may take it";
     if (auto tell = s_.remote.shutdown(s_.held(), std::move(reason), s_.durable != nullptr))
-        s_.deferred.emplace_back(std::move(tell));
+        s_.pipeline.deferred(held).emplace_back(std::move(tell));
 }
 
 }  // namespace cronoq::detail
