@@ -171,7 +171,7 @@ Ingestion::Read Ingestion::pass(std::size_t limit) {
         i += n;
     }
     if (!took.empty()) d.write(s_.held(), store::InboxTaken{took});
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
     const store::Sequence seq = d.enqueue_now(s_.held(), s_.engine);
     s_.intake.take(s_.held(), took, seq);
     // Another read finds more only if this one made way for it.

@@ -61,7 +61,7 @@ void Recovery::lead(store::Recovered recovered) {
         // After the restore: clients' cancels reach the tasks it brought back.
         Ingestion(s_).recovered(s_.held(), recovered.inbox, now);
         schedules(recovered.recurring);
-        Actions(s_).apply(s_.held(), now);
+        s_.actions.apply(s_.held(), now);
         s_.timers.rearm_recurring(s_.held());
         if (!recovered.inbox.empty())
             Ingestion(s_).recovered_in(s_.held(), recovered.inbox, s_.durable->enqueue_now(s_.held(), s_.engine));

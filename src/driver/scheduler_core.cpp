@@ -133,7 +133,7 @@ void SchedulerCore::set_rate(std::string_view bucket, double rate_per_s) {
         State::Step step(*s_);
         const auto now = s_->clock->now();
         problem = s_->engine.set_rate(bucket, rate_per_s, now);
-        Actions(*s_).apply(s_->held(), now);
+        s_->actions.apply(s_->held(), now);
     }
     if (problem) throw ConfigError("set_rate: " + *problem);
 }
@@ -145,7 +145,7 @@ void SchedulerCore::set_fair_weight(std::string_view pool, std::string_view key,
     const auto now = s_->clock->now();
     s_->engine.set_fair_weight(*id, key, weight, now);  // ConfigError for a bad weight: nothing changed
     if (s_->durable) s_->durable->write(s_->held(), store::FairWeightSet{std::string(pool), std::string(key), weight});
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
 }
 
 bool SchedulerCore::cancel(const TaskRef& ref) {
@@ -154,7 +154,7 @@ bool SchedulerCore::cancel(const TaskRef& ref) {
     if (!task) return false;
     const auto now = s_->clock->now();
     const bool cancelled = s_->engine.cancel(*task, now);
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
     return cancelled;
 }
 
@@ -167,7 +167,7 @@ bool SchedulerCore::set_paused(std::string_view name, bool paused) {
     // Only a change is written: a resume of a running pool writes nothing.
     if (changed && s_->durable)
         s_->durable->write(s_->held(), store::PoolPaused{std::string(name), paused, s_->clock->system_now()});
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
     return true;
 }
 
@@ -232,7 +232,7 @@ void SchedulerCore::heartbeat(LeaseId lease) {
     State::Step step(*s_);
     const auto now = s_->clock->now();
     s_->engine.heartbeat(lease, now);
-    Actions(*s_).apply(s_->held(), now);  // what came due on the way
+    s_->actions.apply(s_->held(), now);  // what came due on the way
 }
 
 std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool) const {

@@ -54,7 +54,7 @@ public:
             s.log([name = std::move(reg.name), pool = reg.pool, id, slots = grant.slots] {
                 logger()->debug("pool \"{}\": worker {} (\"{}\") connected with {} slot(s)", pool, id.value, name, slots);
             });
-        Actions(s).apply(s.held(), now);  // its first leases, sent when the step ends
+        s.actions.apply(s.held(), now);  // its first leases, sent when the step ends
         return grant;
     }
 
@@ -64,7 +64,7 @@ public:
         SchedulerCore::State::Step step(*s_);
         const auto now = s_->clock->now();
         const std::size_t granted = s_->engine.set_worker_slots(worker, slots, now);
-        Actions(*s_).apply(s_->held(), now);
+        s_->actions.apply(s_->held(), now);
         return granted;
     }
 
@@ -84,7 +84,7 @@ public:
         // Out of the engine first: the aborts of its leases find no session.
         s_->remote.disconnect(worker);
         s_->engine.disconnect_worker(worker, now);
-        Actions(*s_).apply(s_->held(), now);
+        s_->actions.apply(s_->held(), now);
     }
 
     void limit_lease(std::size_t max_message_bytes) override {

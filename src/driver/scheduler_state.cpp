@@ -89,7 +89,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::resubmit(TaskId old, TaskRequ
     OneSubmission one(s);
     const auto now = clock->now();
     admit(one, AdmitMode::Replacing, now);
-    Actions(*this).apply(held(), now);
+    actions.apply(held(), now);
     auto handle = std::move(one).take();
     if (!handle) throw SubmitException(handle.error(), handle.message());
     return std::move(handle).value();

@@ -19,7 +19,7 @@ void Shutdown::stop_taking_work(const EngineHeld& held) {
     s_.recurring->stop();
     // Waiting submitters try again and fail with ShuttingDown.
     for (PoolRuntime& p : s_.pools)
-        while (!p.waiting_submits.empty()) Actions(s_).wake_next_submit(s_.held(), p);
+        while (!p.waiting_submits.empty()) s_.actions.wake_next_submit(s_.held(), p);
 }
 
 void Shutdown::begin(const EngineHeld& held, std::chrono::nanoseconds grace) {
@@ -35,7 +35,7 @@ void Shutdown::begin(const EngineHeld& held, std::chrono::nanoseconds grace) {
         s_.engine.hand_over(now, grace_end);
     else
         s_.engine.shutdown(now, grace_end);
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
     check_drained(held);
 }
 
@@ -49,7 +49,7 @@ void Shutdown::lead_lost(const store::LeadershipLost& lost) {
             stop_taking_work(s_.held());
             const auto now = s_.clock->now();
             s_.engine.hand_over(now, now);
-            Actions(s_).apply(s_.held(), now);
+            s_.actions.apply(s_.held(), now);
             s_.log([message = lost.message] { logger()->error("store: leadership lost: {}; this scheduler stops", message); });
         }
     }

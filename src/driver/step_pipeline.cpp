@@ -3,7 +3,6 @@
 
 #include <cronoq/logging.hpp>
 
-#include "actions.hpp"
 #include "event_queue.hpp"
 #include "scheduler_state.hpp"
 
@@ -123,7 +122,7 @@ void StepPipeline::serve_ends(const EngineHeld& held, core::Time now) {
             });
     }
     ends_.clear();
-    Actions(s_).apply(held, now);
+    s_.actions.apply(held, now);
     s_.shutdown.check_drained(s_.held());  // also when the ends left no action
     // Idle now: no other task could run before the waiters these ends
     // complete, so if this thread is in an attempt's completion they resume

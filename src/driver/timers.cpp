@@ -38,7 +38,7 @@ void Timers::on_wakeup() {
     armed_.reset();
     const auto now = s_.clock->now();
     s_.engine.tick(now);
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
 }
 
 void Timers::on_recurring_due() {
@@ -73,7 +73,7 @@ void Timers::fire(const EngineHeld& held, Schedule& s, WallTime at, core::Time n
     if (s_.durable) submission.encoded = s_.encoder.with_payload(s.encoded_payload, submission.request, wall);
     OneSubmission one(submission);
     s_.admit(one, AdmitMode::Each, now);
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
     auto handle = std::move(one).take();
     if (handle)
         s.last = handle.value()->id();
