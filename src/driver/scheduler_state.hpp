@@ -36,6 +36,7 @@
 #include "engine_mutex.hpp"
 #include "pool_runtime.hpp"
 #include "submission.hpp"
+#include "recovery.hpp"
 #include "recurring.hpp"
 #include "recurring_table.hpp"
 #include "remote_bridge.hpp"
@@ -113,6 +114,8 @@ struct SchedulerCore::State {
     AttemptLauncher launcher;
     // The scheduler's mode (shutting down, finished) and how it stops.
     Shutdown shutdown{*this};
+    // What the store's report that this process leads restores.
+    Recovery recovery{*this};
 
     // ---- clients' submissions and cancels (ingestion.hpp) -----------------------------
     Intake intake;

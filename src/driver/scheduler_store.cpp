@@ -24,7 +24,7 @@ asio::awaitable<void> SchedulerCore::open() {
     handlers.retention = s_->options.engine.retention;
     d.link()->state = s_.get();  // the journal's thread starts in lead(), below
     handlers.on_leading = [link = d.link()](store::Recovered r) {
-        link->with_state([&](State& s) { Recovery(s).lead(std::move(r)); });
+        link->with_state([&](State& s) { s.recovery.lead(std::move(r)); });
     };
     handlers.on_commit = [link = d.link()](const store::CommitReport& report) {
         if (report.error) logger()->warn("store: commit failed (retried): {}", report.error->what());

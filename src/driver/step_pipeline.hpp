@@ -60,7 +60,7 @@ public:
     void start_after(const EngineHeld&, std::shared_ptr<Attempt> attempt) { starts_.push_back(std::move(attempt)); }
 
 private:
-    /// What the three above share: `put(ends, remote_ends)` moves the
+    /// What the three posts share: `put(ends, remote_ends)` moves the
     /// report(s) into the vectors it is given.
     template <class Put>
     void offer(Put&& put) CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
