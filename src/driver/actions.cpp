@@ -4,9 +4,7 @@
 #include <cronoq/logging.hpp>
 
 #include "ingestion.hpp"
-#include "shutdown.hpp"
-#include "step_pipeline.hpp"
-#include "timers.hpp"
+#include "scheduler_state.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -35,8 +33,8 @@ void contained(const char* step, const Attempt& a, F&& f) noexcept {
 
 void Actions::apply(const EngineHeld& held, core::Time now) {
     s_.holding(held);
-    s_.engine.drain(s_.actions);
-    if (s_.actions.empty()) return Timers(s_).rearm(s_.held());
+    s_.engine.drain(actions_);
+    if (actions_.empty()) return s_.timers.rearm(s_.held());
     // Wall time stamps events and stored rows: read that clock only for them.
     const bool events = s_.delivery.has_subscribers();
     const auto wall = events || s_.durable || s_.observers.active() ? s_.clock->system_now()
@@ -51,29 +49,30 @@ void Actions::apply(const EngineHeld& held, core::Time now) {
     // the end and finds nothing.
     constexpr std::size_t loading_ahead_from = 16;
     constexpr int dispatches_ahead = 4;
-    std::size_t ahead = s_.actions.size() >= loading_ahead_from ? 0 : s_.actions.size();  // the next to look at
+    std::size_t ahead = actions_.size() >= loading_ahead_from ? 0 : actions_.size();  // the next to look at
     const auto load_next_dispatch = [&]() CRONOQ_REQUIRES(s_.mu) {
-        while (ahead < s_.actions.size())
-            if (const auto* d = std::get_if<core::Dispatch>(&s_.actions[ahead++])) return prefetch_for_dispatch(from_user(d->user));
+        while (ahead < actions_.size())
+            if (const auto* d = std::get_if<core::Dispatch>(&actions_[ahead++])) return prefetch_for_dispatch(from_user(d->user));
     };
     for (int i = 0; i < dispatches_ahead; ++i) load_next_dispatch();
-    for (core::Action& action : s_.actions) {
+    for (core::Action& action : actions_) {
         if (std::holds_alternative<core::Dispatch>(action)) load_next_dispatch();
-        std::visit([&](auto& a) CRONOQ_REQUIRES(s_.mu) { on(a, now, wall); }, action);
+        std::visit([&](auto& a) { on(held, a, now, wall); }, action);
     }
-    Timers(s_).rearm(s_.held());
-    Shutdown(s_).check_drained(s_.held());
+    s_.timers.rearm(s_.held());
+    s_.shutdown.check_drained(s_.held());
 }
 
-void Actions::on(core::Dispatch& d, core::Time now, WallTime wall) {
+void Actions::on(const EngineHeld& held, core::Dispatch& d, core::Time now, WallTime wall) {
+    s_.holding(held);
     TaskRecord* record = from_user(d.user);
     PoolRuntime& pool = s_.pools[d.pool];
     record->set_status(TaskStatus::Running);  // also when the engine reports it
     // Told before the attempt starts: the starts come after this step's
     // deferred work (StepPipeline::end_step), a remote lease with it.
-    if (s_.observers.active()) s_.observers.started(s_.held(), *record, d.lease, d.attempt, now, wall, s_.deferred);
-    if (d.worker) return dispatch_remote(d, *record, pool);
-    auto attempt = s_.attempt_blocks.make<Attempt>();
+    if (s_.observers.active()) s_.observers.started(held, *record, d.lease, d.attempt, now, wall, s_.pipeline.deferred(held));
+    if (d.worker) return dispatch_remote(held, d, *record, pool);
+    auto attempt = attempt_blocks_.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record->engine_ref, static_cast<const TaskInfo*>(record));
     attempt->lease = d.lease;
     attempt->attempt = d.attempt;
@@ -84,18 +83,19 @@ void Actions::on(core::Dispatch& d, core::Time now, WallTime wall) {
     s_.launcher.link(s_.held(), *attempt);
     // Started when the step ends, after the engine's mutex: the executor
     // must never run under it.
-    s_.starts.push_back(std::move(attempt));
+    s_.pipeline.start_after(held, std::move(attempt));
 }
 
-void Actions::on(core::Abort& a, core::Time now, WallTime) {
+void Actions::on(const EngineHeld& held, core::Abort& a, core::Time now, WallTime) {
+    s_.holding(held);
     // Handing over (a store-backed shutdown's grace ended, or the lead was
     // lost), no status follows: the attempt is left to the next leader.
     if (s_.observers.active() && s_.durable && s_.engine.is_shutting_down() && a.reason == core::AbortReason::Shutdown)
-        s_.observers.handed_over(s_.held(), a.task, now, s_.deferred);
+        s_.observers.handed_over(held, a.task, now, s_.pipeline.deferred(held));
     TaskRecord* record = from_user(a.user);
     if (!record->live || record->live->lease != a.lease) return;
     std::shared_ptr<Attempt> owner = std::move(record->live);
-    if (owner->worker) return abort_remote(a, std::move(owner));
+    if (owner->worker) return abort_remote(held, a, std::move(owner));
     Attempt* found = owner.get();
     if (s_.debug_logging)
         s_.log([task = a.task, lease = a.lease, reason = a.reason] {
@@ -117,14 +117,16 @@ void Actions::on(core::Abort& a, core::Time now, WallTime) {
     });
 }
 
-void Actions::on(core::Status& s, core::Time now, WallTime wall) {
-    if (s_.observers.active()) s_.observers.status(s_.held(), s.task, s.status, s.message, s.at, s_.deferred);
+void Actions::on(const EngineHeld& held, core::Status& s, core::Time now, WallTime wall) {
+    s_.holding(held);
+    std::vector<Deferred>& deferred = s_.pipeline.deferred(held);
+    if (s_.observers.active()) s_.observers.status(held, s.task, s.status, s.message, s.at, deferred);
     TaskRecord* record = from_user(s.user);
     if (!record) return;
     record->set_status(s.status);
     if (s_.durable) s_.durable->write_status(s_.held(), s, *record, now, wall);
     if (s_.delivery.has_subscribers())
-        s_.deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
+        deferred.emplace_back(StatusEvent{s.task, record->key(), *record->pool, record->kind, s.status, s.attempt,
                                           wall + (s.at - now), s.message,
                                           record->fair_key()});
     if (!is_terminal(s.status)) return;
@@ -133,7 +135,7 @@ void Actions::on(core::Status& s, core::Time now, WallTime wall) {
             logger()->info("task {} {} after {} attempt(s): {}", task.value, to_string(status), attempt, message);
         });
     // Made in place: a Deferred is a large variant.
-    Finish& f = *std::get_if<Finish>(&s_.deferred.emplace_back(std::in_place_type<Finish>));
+    Finish& f = *std::get_if<Finish>(&deferred.emplace_back(std::in_place_type<Finish>));
     f.status = s.status;
     f.attempt = s.attempt;
     if (!s.message.empty()) f.message = std::move(s.message);  // a success has none: no call
@@ -151,20 +153,23 @@ void Actions::on(core::Status& s, core::Time now, WallTime wall) {
     }
 }
 
-void Actions::on(core::Forget& f, core::Time, WallTime) {
+void Actions::on(const EngineHeld& held, core::Forget& f, core::Time, WallTime) {
+    s_.holding(held);
     if (TaskRecord* record = from_user(f.user)) {
         // Released after the mutex, with the step's other work.
-        s_.deferred.emplace_back(UniqueFunction<void()>([ref = s_.admission.release(s_.held(), *record)] {}));
+        s_.pipeline.deferred(held).emplace_back(UniqueFunction<void()>([ref = s_.admission.release(s_.held(), *record)] {}));
     }
 }
 
-void Actions::on(core::ScaleTo& s, core::Time, WallTime) {
+void Actions::on(const EngineHeld& held, core::ScaleTo& s, core::Time, WallTime) {
+    s_.holding(held);
     if (s_.debug_logging)
         s_.log([name = s_.pools[s.pool].name, capacity = s.capacity] { logger()->debug("pool \"{}\": capacity {}", *name, capacity); });
 }
 
-void Actions::on(core::SpaceAvailable& s, core::Time, WallTime) {
-    wake_next_submit(s_.held(), s_.pools[s.pool]);
+void Actions::on(const EngineHeld& held, core::SpaceAvailable& s, core::Time, WallTime) {
+    s_.holding(held);
+    wake_next_submit(held, s_.pools[s.pool]);
     // A client's submission may wait in the store for this room.
     if (s_.durable) Ingestion(s_).room_made(s_.held());
 }
@@ -177,8 +182,9 @@ void Actions::wake_next_submit(const EngineHeld& held, PoolRuntime& pool) {
     next->set();  // posts the waiter's resumption
 }
 
-void Actions::dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime& pool) {
-    auto attempt = s_.attempt_blocks.make<Attempt>();
+void Actions::dispatch_remote(const EngineHeld& held, core::Dispatch& d, TaskRecord& record, PoolRuntime& pool) {
+    s_.holding(held);
+    auto attempt = attempt_blocks_.make<Attempt>();
     attempt->task = std::shared_ptr<const TaskInfo>(record.engine_ref, static_cast<const TaskInfo*>(&record));
     attempt->lease = d.lease;
     attempt->attempt = d.attempt;
@@ -190,25 +196,27 @@ void Actions::dispatch_remote(core::Dispatch& d, TaskRecord& record, PoolRuntime
     // (posted: the sending runs while delivering).
     auto failed = [weak = s_.self, ex = s_.executor](RemoteEnd end) {
         asio::post(ex, [weak, end = std::move(end)]() mutable {
-            if (auto core = weak.lock()) StepPipeline(SchedulerCore::State::of(*core)).post_remote(std::move(end));
+            if (auto core = weak.lock()) SchedulerCore::State::of(*core).pipeline.post_remote(std::move(end));
         });
     };
     if (auto send = s_.remote.lease(s_.held(), std::move(attempt), d.timeout, s_.encoder, std::move(failed)))
-        s_.deferred.emplace_back(std::move(send));
+        s_.pipeline.deferred(held).emplace_back(std::move(send));
 }
 
-void Actions::abort_remote(const core::Abort& a, std::shared_ptr<Attempt> attempt) {
-    if (auto tell = s_.remote.abort(s_.held(), *attempt, std::string(core::to_string(a.reason))))
-        s_.deferred.emplace_back(std::move(tell));
+void Actions::abort_remote(const EngineHeld& held, const core::Abort& a, std::shared_ptr<Attempt> attempt) {
+    s_.holding(held);
+    if (auto tell = s_.remote.abort(held, *attempt, std::string(core::to_string(a.reason))))
+        s_.pipeline.deferred(held).emplace_back(std::move(tell));
 }
 
-void Actions::on(core::AskScaler& q, core::Time, WallTime) {
+void Actions::on(const EngineHeld& held, core::AskScaler& q, core::Time, WallTime) {
+    s_.holding(held);
     auto question = s_.engine.scaler_question(q.pool);
     if (!question) return;
     // Posted, never called here: this thread holds the engine's mutex, and
     // a scaler may call back into the scheduler (snapshot, submit, ...).
     asio::post(s_.executor, [weak = s_.self, pool = q.pool, input = *question] {
-        if (auto core = weak.lock()) Actions(SchedulerCore::State::of(*core)).ask_scaler(pool, input);
+        if (auto core = weak.lock()) SchedulerCore::State::of(*core).actions.ask_scaler(pool, input);
     });
 }
 

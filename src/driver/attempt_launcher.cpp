@@ -69,7 +69,7 @@ void AttemptLauncher::start_all(std::shared_ptr<SchedulerCore> core, std::shared
         }
         // The attempts that ended inside their start: one step serves them
         // all, as it serves a single end (post_end).
-        if (std::vector<AttemptEnd>& ended = StartRun::ends(); !ended.empty()) StepPipeline(s).post_ends(ended);
+        if (std::vector<AttemptEnd>& ended = StartRun::ends(); !ended.empty()) s.pipeline.post_ends(ended);
         next = run.take_later();
     }
     if (next) post_starts(core, std::move(next));
@@ -161,7 +161,7 @@ void AttemptLauncher::end_attempt(std::shared_ptr<SchedulerCore> core, std::shar
     // Ended inside a start of a run (start_all): the run serves it with
     // the others, in one step.
     if (StartRun::of(s)) return StartRun::ends().push_back(AttemptEnd{std::move(a), std::move(out)});
-    StepPipeline(s).post_end(AttemptEnd{std::move(a), std::move(out)});
+    s.pipeline.post_end(AttemptEnd{std::move(a), std::move(out)});
 }
 
 AttemptLauncher::AttemptLauncher(std::unique_ptr<Clock::Timer> abandon_timer) : abandon_timer_(std::move(abandon_timer)) {}

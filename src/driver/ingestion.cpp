@@ -119,7 +119,7 @@ Ingestion::Read Ingestion::pass(std::size_t limit) {
     SchedulerCore::State::Step step(s_);
     // Not leading (yet or any more), or shutting down: the entries stay
     // for this leader's recovery or the next leader's.
-    if (!d.writing(s_.held()) || s_.shutting_down) return Read::Done;
+    if (!d.writing(s_.held()) || s_.shutdown.shutting_down(s_.held())) return Read::Done;
     s_.intake.prune(s_.held(), committed);
     const auto now = s_.clock->now();
     const auto wall = s_.clock->system_now();
@@ -179,7 +179,7 @@ Ingestion::Read Ingestion::pass(std::size_t limit) {
         i += n;
     }
     if (!took.empty()) d.write(s_.held(), store::InboxTaken{took});
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
     const store::Sequence seq = d.enqueue_now(s_.held(), s_.engine);
     s_.intake.take(s_.held(), took, seq);
     // Another read finds more only if this one made way for it.

@@ -2,17 +2,15 @@
 // docs/guide/durability.md "Recovery").
 #include "recovery.hpp"
 
-#include "actions.hpp"
-
 #include <cronoq/config_error.hpp>
 #include <cronoq/logging.hpp>
 #include <cronoq/store/client_access.hpp>
 
 #include "ingestion.hpp"
 #include "recurring_definition.hpp"
+#include "scheduler_state.hpp"
 #include "shard_config_codec.hpp"
 #include "task_options.hpp"
-#include "timers.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -34,7 +32,7 @@ public:
         if (!unknown_pool) ++restored_;
         if (r) return;
         if (unknown_pool) {
-            if (!is_terminal(row.status)) r_.fail(row.id, row.attempt, "unknown pool after restart: " + row.pool, wall_);
+            if (!is_terminal(row.status)) r_.fail(r_.s_.held(), row.id, row.attempt, "unknown pool after restart: " + row.pool, wall_);
             return;
         }
         r_.s_.log([id = row.id, message = r.message()] {
@@ -63,30 +61,31 @@ void Recovery::lead(store::Recovered recovered) {
         s_.durable->start_writing(s_.held());
         const auto now = s_.clock->now();
         const auto wall = s_.clock->system_now();
-        write_config(wall, recovered.epoch);
-        tasks(recovered, now, wall);
+        write_config(s_.held(), wall, recovered.epoch);
+        tasks(s_.held(), recovered, now, wall);
         // After the restore: clients' cancels reach the tasks it brought back.
         Ingestion(s_).recovered(s_.held(), recovered.inbox, now);
-        schedules(recovered.recurring);
-        Actions(s_).apply(s_.held(), now);
-        Timers(s_).rearm_recurring(s_.held());
+        schedules(s_.held(), recovered.recurring);
+        s_.actions.apply(s_.held(), now);
+        s_.timers.rearm_recurring(s_.held());
         if (!recovered.inbox.empty())
             Ingestion(s_).recovered_in(s_.held(), recovered.inbox, s_.durable->enqueue_now(s_.held(), s_.engine));
     }
     s_.durable->leading()->set();
 }
 
-void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall) {
-    start_fresh_engine(recovered.marks);
+void Recovery::tasks(const EngineHeld& held, store::Recovered& recovered, core::Time now, WallTime wall) {
+    s_.holding(held);
+    start_fresh_engine(held, recovered.marks);
     // Before the tasks: a paused pool's ready tasks must not start. A pool
     // this process does not declare keeps its row for one that does.
     for (const std::string& name : recovered.paused_pools) {
         if (const auto pool = s_.engine.find_pool(name)) s_.engine.pause(*pool, now);
         s_.log([name] { logger()->info("recovery: pool \"{}\" stays paused", name); });
     }
-    Ingestion(s_).recovered_pools(s_.held(), recovered.inbox, now);
-    fair_weights(recovered.fair_weights, now);
-    for (const store::UnreadableRow& row : recovered.unreadable) fail(row.id, row.attempt, "decode: " + row.why, wall);
+    Ingestion(s_).recovered_pools(held, recovered.inbox, now);
+    fair_weights(held, recovered.fair_weights, now);
+    for (const store::UnreadableRow& row : recovered.unreadable) fail(held, row.id, row.attempt, "decode: " + row.why, wall);
     // Each row comes back through the one admission entry, as a submission
     // whose bytes are the row's (a remote pool's leases carry them).
     std::vector<TaskRequest> requests;
@@ -102,7 +101,7 @@ void Recovery::tasks(store::Recovered& recovered, core::Time now, WallTime wall)
         try {
             requests.push_back(s_.encoder.decode(row));
         } catch (const std::exception& e) {
-            if (!is_terminal(row.status)) fail(row.id, row.attempt, std::string("decode: ") + e.what(), wall);
+            if (!is_terminal(row.status)) fail(held, row.id, row.attempt, std::string("decode: ") + e.what(), wall);
             continue;
         }
         rows.push_back(&row);
@@ -148,7 +147,8 @@ std::unordered_map<std::uint64_t, std::string> Recovery::clients_rows_ending(con
     return out;
 }
 
-void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
+void Recovery::start_fresh_engine(const EngineHeld& held, const store::HighWaterMarks& marks) {
+    s_.holding(held);
     // Nothing was submitted yet: open() has not returned.
     core::EngineConfig config = s_.options.engine;
     config.first_task_id = std::max<std::uint64_t>(marks.next_task_id, 1);
@@ -165,7 +165,8 @@ void Recovery::start_fresh_engine(const store::HighWaterMarks& marks) {
 // Weights set at run time override the configured ones (docs/store.md,
 // "Fair weights"); one of a pool this scheduler no longer has, or that this
 // build refuses, is left out rather than stop the recovery.
-void Recovery::fair_weights(const std::vector<store::FairWeightSet>& weights, core::Time now) {
+void Recovery::fair_weights(const EngineHeld& held, const std::vector<store::FairWeightSet>& weights, core::Time now) {
+    s_.holding(held);
     for (const store::FairWeightSet& w : weights) {
         const auto pool = s_.engine.find_pool(w.pool);
         std::string why = "no such pool";
@@ -181,12 +182,14 @@ void Recovery::fair_weights(const std::vector<store::FairWeightSet>& weights, co
     }
 }
 
-void Recovery::fail(TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
+void Recovery::fail(const EngineHeld& held, TaskId id, std::uint32_t attempt, std::string message, WallTime wall) {
+    s_.holding(held);
     s_.log([id, message] { logger()->warn("recovery: task {} ends failed: {}", id.value, message); });
     s_.durable->write_failed(s_.held(), id, attempt, std::move(message), wall);
 }
 
-void Recovery::write_config(WallTime wall, std::uint64_t epoch) {
+void Recovery::write_config(const EngineHeld& held, WallTime wall, std::uint64_t epoch) {
+    s_.holding(held);
     ShardConfigBody body;
     // Bound before the store could lead (SchedulerCore::open).
     if (s_.endpoint) body.advertise = s_.endpoint->advertise();
@@ -206,7 +209,8 @@ void Recovery::write_config(WallTime wall, std::uint64_t epoch) {
                                                        s_.options.engine.retention}});
 }
 
-void Recovery::schedules(std::vector<store::RecurringRow>& rows) {
+void Recovery::schedules(const EngineHeld& held, std::vector<store::RecurringRow>& rows) {
+    s_.holding(held);
     for (store::RecurringRow& row : rows) {
         // A schedule that cannot come back stays in the store, untouched:
         // a process that declares its pool, or reads its format, may lead

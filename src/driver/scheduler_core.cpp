@@ -74,7 +74,7 @@ SchedulerCore::~SchedulerCore() {
     // being handled) before anything of it goes.
     if (s_ && s_->durable) s_->durable->link()->disconnect();
     // The timers' callbacks hold only a weak reference; cancel their waits.
-    if (s_ && s_->timer) s_->timer->disarm();
+    if (s_) s_->timers.disarm();
     if (s_ && s_->recurring) s_->recurring->stop();
     if (s_) s_->launcher.stop();
 }
@@ -112,11 +112,10 @@ std::shared_ptr<SchedulerCore> SchedulerCore::create(asio::any_io_executor execu
         p.def = std::move(d);
     }
     state->encoder.pools_ready();
-    state->timer = state->clock->make_timer(executor);
     std::shared_ptr<SchedulerCore> core(new SchedulerCore(std::move(state)));
     core->s_->self = core;
     core->s_->recurring = std::make_unique<RecurringTable>(core->s_->clock->make_timer(executor), [w = core->s_->self] {
-        if (auto c = w.lock()) Timers(*c->s_).on_recurring_due();
+        if (auto c = w.lock()) c->s_->timers.on_recurring_due();
     });
     // Before anything can happen: a subscription from the builder sees
     // every event, recovery included.
@@ -135,7 +134,7 @@ void SchedulerCore::set_rate(std::string_view bucket, double rate_per_s) {
         State::Step step(*s_);
         const auto now = s_->clock->now();
         problem = s_->engine.set_rate(bucket, rate_per_s, now);
-        Actions(*s_).apply(s_->held(), now);
+        s_->actions.apply(s_->held(), now);
     }
     if (problem) throw ConfigError("set_rate: " + *problem);
 }
@@ -147,7 +146,7 @@ void SchedulerCore::set_fair_weight(std::string_view pool, std::string_view key,
     const auto now = s_->clock->now();
     s_->engine.set_fair_weight(*id, key, weight, now);  // ConfigError for a bad weight: nothing changed
     if (s_->durable) s_->durable->write(s_->held(), store::FairWeightSet{std::string(pool), std::string(key), weight});
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
 }
 
 bool SchedulerCore::cancel(const TaskRef& ref) {
@@ -156,7 +155,7 @@ bool SchedulerCore::cancel(const TaskRef& ref) {
     if (!task) return false;
     const auto now = s_->clock->now();
     const bool cancelled = s_->engine.cancel(*task, now);
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
     return cancelled;
 }
 
@@ -164,7 +163,7 @@ bool SchedulerCore::set_paused(std::string_view name, bool paused) {
     State::Step step(*s_);
     const auto now = s_->clock->now();
     if (!set_pool_paused(*s_, name, paused, now)) return false;
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
     return true;
 }
 
@@ -178,7 +177,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
     auto self = shared_from_this();
     {
         State::Step step(*s_);
-        Shutdown(*s_).begin(s_->held(), grace);
+        s_->shutdown.begin(s_->held(), grace);
     }
     auto drained = s_->delivery.drained();
     co_await drained->async_wait(asio::use_awaitable);
@@ -186,7 +185,7 @@ asio::awaitable<void> SchedulerCore::shutdown(std::chrono::nanoseconds grace) {
 
 void SchedulerCore::shutdown_now() {
     State::Step step(*s_);
-    Shutdown(*s_).begin(s_->held(), std::chrono::nanoseconds(0));
+    s_->shutdown.begin(s_->held(), std::chrono::nanoseconds(0));
 }
 
 std::shared_ptr<EventQueue> SchedulerCore::subscribe() {
@@ -229,7 +228,7 @@ void SchedulerCore::heartbeat(LeaseId lease) {
     State::Step step(*s_);
     const auto now = s_->clock->now();
     s_->engine.heartbeat(lease, now);
-    Actions(*s_).apply(s_->held(), now);  // what came due on the way
+    s_->actions.apply(s_->held(), now);  // what came due on the way
 }
 
 std::optional<core::PoolCounters> SchedulerCore::counters(std::string_view pool) const {

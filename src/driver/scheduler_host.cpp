@@ -50,9 +50,9 @@ public:
                                   "pool \"" + reg.pool + "\" runs local executors, not remote workers"};
         // With a store, a scheduler that does not lead (a standby, one that
         // lost or gave up the lead) sends the worker to the leader.
-        if (s.durable && (s.shutting_down || !s.durable->writing(s.held())))
+        if (s.durable && (s.shutdown.shutting_down(s.held()) || !s.durable->writing(s.held())))
             return ConnectRefused{ConnectRefused::Kind::NotLeader, "this process does not lead the store"};
-        if (s.shutting_down) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is shutting down"};
+        if (s.shutdown.shutting_down(s.held())) return ConnectRefused{ConnectRefused::Kind::ShuttingDown, "the scheduler is shutting down"};
         core::Labels labels(reg.labels.begin(), reg.labels.end());  // a map: sorted, each name once
         const auto now = s.clock->now();
         const WorkerId id = s.engine.connect_worker(*pool, reg.slots, std::move(labels), now);
@@ -64,7 +64,7 @@ public:
             s.log([name = std::move(reg.name), pool = reg.pool, id, slots = grant.slots] {
                 logger()->debug("pool \"{}\": worker {} (\"{}\") connected with {} slot(s)", pool, id.value, name, slots);
             });
-        Actions(s).apply(s.held(), now);  // its first leases, sent when the step ends
+        s.actions.apply(s.held(), now);  // its first leases, sent when the step ends
         return grant;
     }
 
@@ -74,7 +74,7 @@ public:
         SchedulerCore::State::Step step(*s_);
         const auto now = s_->clock->now();
         const std::size_t granted = s_->engine.set_worker_slots(worker, slots, now);
-        Actions(*s_).apply(s_->held(), now);
+        s_->actions.apply(s_->held(), now);
         return granted;
     }
 
@@ -83,7 +83,7 @@ public:
         if (!core) return;
         RemoteEnd end{worker, report.lease, RemoteEnd::Kind::Ended, {}, {}};
         std::visit([&](auto& what) { fill(end, worker, what); }, report.what);
-        StepPipeline(*s_).post_remote(std::move(end));
+        s_->pipeline.post_remote(std::move(end));
     }
 
     void disconnect(WorkerId worker) override {
@@ -94,7 +94,7 @@ public:
         // Out of the engine first: the aborts of its leases find no session.
         s_->remote.disconnect(worker);
         s_->engine.disconnect_worker(worker, now);
-        Actions(*s_).apply(s_->held(), now);
+        s_->actions.apply(s_->held(), now);
     }
 
     void limit_lease(std::size_t max_message_bytes) override {

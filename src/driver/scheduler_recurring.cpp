@@ -39,18 +39,18 @@ void SchedulerCore::add_recurring(RecurringRequest r) {
     State::Step step(*s_);
     if (r.task.pool && !s_->engine.find_pool(*r.task.pool))
         throw ConfigError(where + "no pool named \"" + *r.task.pool + "\"");
-    if (s_->shutting_down) throw ConfigError(where + "the scheduler is shutting down");
+    if (s_->shutdown.shutting_down(s_->held())) throw ConfigError(where + "the scheduler is shutting down");
     const std::string name = r.name;
     s_->recurring->put(s_->held(), std::move(r), *expr, std::move(payload), s_->clock->system_now());
     if (s_->durable) s_->durable->write(s_->held(), store::RecurringPut{name, std::move(definition)});
-    Timers(*s_).rearm_recurring(s_->held());
+    s_->timers.rearm_recurring(s_->held());
 }
 
 bool SchedulerCore::remove_recurring(std::string_view name) {
     State::Step step(*s_);
     if (!s_->recurring->remove(s_->held(), name)) return false;
     if (s_->durable) s_->durable->write(s_->held(), store::RecurringRemoved{std::string(name)});
-    Timers(*s_).rearm_recurring(s_->held());
+    s_->timers.rearm_recurring(s_->held());
     return true;
 }
 

@@ -29,7 +29,7 @@ SchedulerCore::State::~State() {
 }
 
 void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time now) {
-    if (shutting_down && mode != AdmitMode::Restoring) {
+    if (shutdown.shutting_down(held()) && mode != AdmitMode::Restoring) {
         for (std::size_t i = 0; i < group.size(); ++i)
             group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
         return;
@@ -89,7 +89,7 @@ std::shared_ptr<HandleState> SchedulerCore::State::resubmit(TaskId old, TaskRequ
     OneSubmission one(s);
     const auto now = clock->now();
     admit(one, AdmitMode::Replacing, now);
-    Actions(*this).apply(held(), now);
+    actions.apply(held(), now);
     auto handle = std::move(one).take();
     if (!handle) throw SubmitException(handle.error(), handle.message());
     return std::move(handle).value();

@@ -1,11 +1,11 @@
 #pragma once
 // The driver core's state: the wiring of the driver's components
-// (docs/design.md, the driver). It owns the engine and its mutex, the
-// buffers a step fills, the scheduler's mode, and the components; the
-// behaviour is theirs: the step pipeline (step_pipeline.hpp), the engine's
-// actions (actions.hpp), timers (timers.hpp), recovery (recovery.hpp),
-// shutdown (shutdown.hpp), admission, attempts, the store, remote workers
-// and recurring schedules (their headers, below). Its own methods
+// (docs/design.md, the driver). It owns the engine, its mutex and the
+// components; the behaviour and the rest of the data are theirs: the step
+// pipeline (step_pipeline.hpp), the engine's actions (actions.hpp), timers
+// (timers.hpp), shutdown and the scheduler's mode (shutdown.hpp), recovery
+// (recovery.hpp), admission, attempts, the store, remote workers and
+// recurring schedules (their headers, below). Its own methods
 // (scheduler_state.cpp) are its construction and the one admission entry.
 #include <cronoq/clock.hpp>
 #include <cronoq/core/engine.hpp>
@@ -21,6 +21,7 @@
 #include <cronoq/store/journal.hpp>
 #include <cronoq/store/store.hpp>
 
+#include "actions.hpp"
 #include "admission.hpp"
 #include "attempt_launcher.hpp"
 #include "attempt_observers.hpp"
@@ -35,9 +36,13 @@
 #include "engine_mutex.hpp"
 #include "pool_runtime.hpp"
 #include "submission.hpp"
+#include "recovery.hpp"
 #include "recurring.hpp"
 #include "recurring_table.hpp"
 #include "remote_bridge.hpp"
+#include "shutdown.hpp"
+#include "step_pipeline.hpp"
+#include "timers.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
@@ -96,29 +101,21 @@ struct SchedulerCore::State {
     Encoder encoder;
     // Makes task records and admits them; reached with an EngineHeld.
     Admission admission;
-    std::vector<core::Action> actions CRONOQ_GUARDED_BY(mu);
-    std::vector<Deferred> deferred CRONOQ_GUARDED_BY(mu);
-    std::vector<AttemptEnd> ends CRONOQ_GUARDED_BY(mu);  // the inbox drained into this buffer
-    // Attempts dispatched in this step, in order: started once the step has
-    // let go of the engine (a start may run the executor inline).
-    StartList starts CRONOQ_GUARDED_BY(mu);
-    std::unique_ptr<Clock::Timer> timer;
-    std::optional<core::Time> armed CRONOQ_GUARDED_BY(mu);
+    // The end of each step: the inbox, the attempts to start, the deferred work.
+    StepPipeline pipeline{*this};
+    // The engine's actions applied; the blocks attempts are made in.
+    Actions actions{*this};
+    // The engine's timer and the recurring table's, armed and served.
+    Timers timers{*this, clock->make_timer(executor)};
     // Made by create(), then never replaced; its own data is reached with
     // an EngineHeld.
     std::unique_ptr<RecurringTable> recurring;
-    // Where attempts are made (under `mu`): freed blocks are kept for
-    // reuse, up to a bound (runtime/block_pool.hpp).
-    OwnedPool attempt_blocks CRONOQ_GUARDED_BY(mu){shared_block_size<Attempt>};
     // Attempt coroutines that have not returned (and were not abandoned).
     AttemptLauncher launcher;
-    bool shutting_down CRONOQ_GUARDED_BY(mu) = false;
-    bool finished CRONOQ_GUARDED_BY(mu) = false;          // shutdown completed: no timer may be armed again
-    bool drained_sent CRONOQ_GUARDED_BY(mu) = false;      // its waiters were told
-
-    // ---- reports that found the engine's mutex taken ---------------------------
-    Inbox inbox;
-    std::vector<RemoteEnd> remote_ends CRONOQ_GUARDED_BY(mu);  // remote_inbox drained
+    // The scheduler's mode (shutting down, finished) and how it stops.
+    Shutdown shutdown{*this};
+    // What the store's report that this process leads restores.
+    Recovery recovery{*this};
 
     // ---- clients' submissions and cancels (ingestion.hpp) -----------------------------
     Intake intake;
@@ -170,11 +167,8 @@ struct SchedulerCore::State {
         State& s_;
         std::unique_lock<EngineMutex> lock_;
     };
-    // Their ends, the inbox and what is delivered after the mutex:
-    // step_pipeline.hpp (StepPipeline).
     /// A log line, written after the mutex with the step's other work.
-    void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { deferred.emplace_back(std::move(line)); }
-    // ---- the engine's actions: actions.hpp (Actions) ---------------------------------
+    void log(UniqueFunction<void()> line) CRONOQ_REQUIRES(mu) { pipeline.deferred(held()).emplace_back(std::move(line)); }
     // ---- admission (mutex held) -----------------------------------------------------
     /// The one admission entry (admission.hpp): every way in admits its
     /// submissions here, at `now`, leaving the engine's actions to the
@@ -194,9 +188,6 @@ struct SchedulerCore::State {
     /// false when the lead ended first (`flush`, and `open` for what the
     /// recovery wrote). The caller keeps the state alive.
     asio::awaitable<bool> commit_enqueued();
-
-    // ---- timers and recurring occurrences: timers.hpp (Timers) ------------------------
-    // ---- shutdown: shutdown.hpp (Shutdown) -------------------------------------------
 };
 
 }  // namespace cronoq::detail

@@ -26,14 +26,14 @@ asio::awaitable<void> SchedulerCore::open() {
     for (const PoolRuntime& p : s_->pools) handlers.pools.push_back(*p.name);
     d.link()->state = s_.get();  // the journal's thread starts in lead(), below
     handlers.on_leading = [link = d.link()](store::Recovered r) {
-        link->with_state([&](State& s) { Recovery(s).lead(std::move(r)); });
+        link->with_state([&](State& s) { s.recovery.lead(std::move(r)); });
     };
     handlers.on_commit = [link = d.link()](const store::CommitReport& report) {
         if (report.error) logger()->warn("store: commit failed (retried): {}", report.error->what());
         link->with_state([&](State& s) { s.delivery.committed(report.committed); });
     };
     handlers.on_lost = [link = d.link()](const store::LeadershipLost& lost) {
-        link->with_state([&](State& s) { Shutdown(s).lead_lost(lost); });
+        link->with_state([&](State& s) { s.shutdown.lead_lost(lost); });
     };
     // Workers that reach this process while it waits are sent to the leader
     // (docs/remote.md, "Serving while waiting"); bound before the store may

@@ -76,7 +76,7 @@ SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest
     State::Step step(*s_);
     const auto now = s_->clock->now();
     s_->admit(one, AdmitMode::Each, now);
-    Actions(*s_).apply(s_->held(), now);
+    s_->actions.apply(s_->held(), now);
     return std::move(one).take();
 }
 
@@ -95,19 +95,19 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
             const auto pool_id = request.pool ? s.engine.find_pool(*request.pool) : std::optional<core::PoolId>(0);
             PoolRuntime* pool = pool_id ? &s.pools[*pool_id] : nullptr;
             // FIFO: a newcomer queues behind submitters already waiting.
-            const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutting_down;
+            const bool queue_first = !turn && pool && !pool->waiting_submits.empty() && !s.shutdown.shutting_down(s.held());
             if (!queue_first) {
                 OneSubmission one(submission);
                 const auto now = s.clock->now();
                 s.admit(one, AdmitMode::Each, now);
-                Actions(s).apply(s.held(), now);
+                s.actions.apply(s.held(), now);
                 auto result = std::move(one).take();
                 const bool waits = !result && result.error() == SubmitError::Full && pool &&
                                    pool->def.engine.overflow == OverflowPolicy::Wait;
                 if (!waits) {
                     if (!result) throw SubmitException(result.error(), result.message());
                     // Room may remain for the next waiter; if not, it waits again.
-                    if (turn) Actions(s).wake_next_submit(s.held(), *pool);
+                    if (turn) s.actions.wake_next_submit(s.held(), *pool);
                     handle = std::move(result).value();
                     break;
                 }
@@ -154,7 +154,7 @@ void SchedulerCore::try_submit_many(ManyTasks& tasks) {
         State::Step step(s);
         const auto now = s.clock->now();
         s.admit(in_place, AdmitMode::Each, now);
-        Actions(s).apply(s.held(), now);
+        s.actions.apply(s.held(), now);
         return;
     }
     // With a store or a remote pool, each request's bytes are made before
@@ -171,7 +171,7 @@ void SchedulerCore::try_submit_many(ManyTasks& tasks) {
     State::Step step(s);
     const auto now = s.clock->now();
     s.admit(group, AdmitMode::Each, now);
-    Actions(s).apply(s.held(), now);
+    s.actions.apply(s.held(), now);
 }
 
 SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submit_batch(std::vector<TaskRequest> requests) {
@@ -191,10 +191,10 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     SubmissionList<decltype(sink)> group(list, sink);
     {
         State::Step step(s);
-        if (s.shutting_down) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+        if (s.shutdown.shutting_down(s.held())) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
         const auto now = s.clock->now();
         s.admit(group, AdmitMode::All, now);
-        Actions(s).apply(s.held(), now);
+        s.actions.apply(s.held(), now);
     }
     if (refused) return {refused->error(), refused->message()};
     return handles;

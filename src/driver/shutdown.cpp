@@ -1,9 +1,10 @@
 // How a scheduler stops (shutdown.hpp).
 #include "shutdown.hpp"
 
-#include "actions.hpp"
-
 #include <cronoq/logging.hpp>
+
+#include "actions.hpp"
+#include "scheduler_state.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -12,18 +13,19 @@
 
 namespace cronoq::detail {
 
-void Shutdown::stop_taking_work() {
-    s_.shutting_down = true;
+void Shutdown::stop_taking_work(const EngineHeld& held) {
+    s_.holding(held);
+    shutting_down_ = true;
     s_.recurring->stop();
     // Waiting submitters try again and fail with ShuttingDown.
     for (PoolRuntime& p : s_.pools)
-        while (!p.waiting_submits.empty()) Actions(s_).wake_next_submit(s_.held(), p);
+        while (!p.waiting_submits.empty()) s_.actions.wake_next_submit(s_.held(), p);
 }
 
 void Shutdown::begin(const EngineHeld& held, std::chrono::nanoseconds grace) {
     s_.holding(held);
-    if (!s_.shutting_down) s_.log([grace] { logger()->info("shutting down (grace {} ms)", grace.count() / 1000000); });
-    stop_taking_work();
+    if (!shutting_down_) s_.log([grace] { logger()->info("shutting down (grace {} ms)", grace.count() / 1000000); });
+    stop_taking_work(held);
     const auto now = s_.clock->now();
     const auto grace_end = core::add_saturated(now, std::max(grace, std::chrono::nanoseconds(0)));
     // With a store the work is handed over, not cancelled
@@ -33,21 +35,21 @@ void Shutdown::begin(const EngineHeld& held, std::chrono::nanoseconds grace) {
         s_.engine.hand_over(now, grace_end);
     else
         s_.engine.shutdown(now, grace_end);
-    Actions(s_).apply(s_.held(), now);
-    check_drained(s_.held());
+    s_.actions.apply(s_.held(), now);
+    check_drained(held);
 }
 
 void Shutdown::lead_lost(const store::LeadershipLost& lost) {
     {
         SchedulerCore::State::Step step(s_);
         s_.durable->end_lead(s_.held());
-        if (!s_.shutting_down) {
+        if (!shutting_down_) {
             // Fenced or failing: stop at once; what the store holds is for the
             // next leader. Running attempts are aborted without a change.
-            stop_taking_work();
+            stop_taking_work(s_.held());
             const auto now = s_.clock->now();
             s_.engine.hand_over(now, now);
-            Actions(s_).apply(s_.held(), now);
+            s_.actions.apply(s_.held(), now);
             s_.log([message = lost.message] { logger()->error("store: leadership lost: {}; this scheduler stops", message); });
         }
     }
@@ -67,14 +69,14 @@ void Shutdown::lead_lost(const store::LeadershipLost& lost) {
     check_drained(s_.held());  // a shutdown that waited for the hand-over ends now
 }
 
-void Shutdown::drain() {
-    if (!s_.finished) {
+void Shutdown::drain(const EngineHeld& held) {
+    s_.holding(held);
+    if (!finished_) {
         if (s_.durable ? !s_.engine.is_handed_over() : s_.engine.live_tasks() != 0) return;
-        if (s_.launcher.any_running(s_.held())) return arm_abandon();
-        s_.finished = true;
-        tell_workers();
-        s_.armed.reset();
-        s_.timer->disarm();
+        if (s_.launcher.any_running(s_.held())) return arm_abandon(held);
+        finished_ = true;
+        tell_workers(held);
+        s_.timers.stop(held);
         s_.launcher.stop();
         s_.recurring->stop();
     }
@@ -85,15 +87,16 @@ void Shutdown::drain() {
         s_.durable->release_after_step(s_.held());
         return;
     }
-    if (!s_.drained_sent) {
-        s_.drained_sent = true;
-        s_.deferred.emplace_back(Drained{});  // after every handle's Finish
+    if (!drained_sent_) {
+        drained_sent_ = true;
+        s_.pipeline.deferred(held).emplace_back(Drained{});  // after every handle's Finish
     }
 }
 
-void Shutdown::arm_abandon() {
+void Shutdown::arm_abandon(const EngineHeld& held) {
+    s_.holding(held);
     s_.launcher.arm_abandon(s_.held(), core::add_saturated(s_.clock->now(), s_.options.abandon_after), [w = s_.self] {
-        if (auto core = w.lock()) Shutdown(SchedulerCore::State::of(*core)).abandon_deaf_attempts();
+        if (auto core = w.lock()) SchedulerCore::State::of(*core).shutdown.abandon_deaf_attempts();
     });
 }
 
@@ -108,7 +111,8 @@ void Shutdown::abandon_deaf_attempts() {
     check_drained(s_.held());
 }
 
-void Shutdown::tell_workers() {
+void Shutdown::tell_workers(const EngineHeld& held) {
+    s_.holding(held);
     // `not_leader` only when another scheduler may lead at once: this one
     // lost the lead, or gives it up for a standby as a store-backed shutdown
     // does. Without a store nobody takes over: the workers back off
@@ -118,7 +122,7 @@ void Shutdown::tell_workers() {
         reason = s_.durable->lead_ended(s_.held()) ? "the scheduler lost the lead"
                                                   : "the scheduler shut down and released the lead: a standby may take it";
     if (auto tell = s_.remote.shutdown(s_.held(), std::move(reason), s_.durable != nullptr))
-        s_.deferred.emplace_back(std::move(tell));
+        s_.pipeline.deferred(held).emplace_back(std::move(tell));
 }
 
 }  // namespace cronoq::detail

@@ -3,9 +3,8 @@
 
 #include <cronoq/logging.hpp>
 
-#include "actions.hpp"
 #include "event_queue.hpp"
-#include "shutdown.hpp"
+#include "scheduler_state.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -28,20 +27,20 @@ core::Outcome to_outcome(const AttemptOutput& out) {
 
 }  // namespace
 
-SchedulerCore::State::Step::~Step() { StepPipeline(s_).end_step(lock_); }
+SchedulerCore::State::Step::~Step() { s_.pipeline.end_step(lock_); }
 
-SchedulerCore::State::Read::~Read() { StepPipeline(s_).end_read(lock_); }
+SchedulerCore::State::Read::~Read() { s_.pipeline.end_read(lock_); }
 
 void StepPipeline::end_step(std::unique_lock<EngineMutex>& lock) {
     for (;;) {
-        if (s_.inbox.filled(std::memory_order_acquire)) serve_ends(s_.clock->now());
+        if (inbox_.filled(std::memory_order_acquire)) serve_ends(s_.held(), s_.clock->now());
         const store::Sequence step_seq = s_.durable ? s_.durable->enqueue_step(s_.held(), s_.engine) : 0;
-        std::shared_ptr<Attempt> starting = s_.starts.take();
-        if (s_.deferred.empty()) {
+        std::shared_ptr<Attempt> starting = starts_.take();
+        if (deferred_.empty()) {
             lock.unlock();  // nothing to deliver, nothing to keep in order
         } else {
             // In order: this step's work is delivered before the next step's.
-            s_.delivery.deliver_step(s_.deferred, lock, step_seq);
+            s_.delivery.deliver_step(deferred_, lock, step_seq);
         }
         // Free of both locks: a start may run the executor on this thread,
         // and the executor may call into the scheduler.
@@ -51,7 +50,7 @@ void StepPipeline::end_step(std::unique_lock<EngineMutex>& lock) {
         // The unlock above and this load are sequentially consistent, as
         // are offer()'s store of the flag and its try_lock: either that
         // try_lock sees the unlock, or this load sees the flag.
-        if (!s_.inbox.filled(std::memory_order_seq_cst) || !lock.try_lock()) return;
+        if (!inbox_.filled(std::memory_order_seq_cst) || !lock.try_lock()) return;
     }
 }
 
@@ -59,7 +58,7 @@ void StepPipeline::end_read(std::unique_lock<EngineMutex>& lock) {
     lock.unlock();
     // As at the end of a step (sequentially consistent, as there): an end
     // that found the mutex held by this reader is served here.
-    if (s_.inbox.filled(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
+    if (inbox_.filled(std::memory_order_seq_cst) && lock.try_lock()) end_step(lock);
 }
 
 template <class Put>
@@ -72,16 +71,16 @@ void StepPipeline::offer(Put&& put) {
         // clock the application holds, say).
         std::unique_lock lock(s_.mu, std::try_to_lock);
         if (lock) {
-            s_.inbox.take(s_.ends, s_.remote_ends);
-            put(s_.ends, s_.remote_ends);
-            serve_ends(s_.clock->now());
+            inbox_.take(ends_, remote_ends_);
+            put(ends_, remote_ends_);
+            serve_ends(s_.held(), s_.clock->now());
             return end_step(lock);
         }
     }
     // Sequentially consistent, as the try_lock below and the holder's
     // unlock and load (end_step): either this try_lock sees the holder's
     // unlock, or the holder, after unlocking, sees the flag.
-    s_.inbox.put(put);
+    inbox_.put(put);
     std::unique_lock lock(s_.mu, std::try_to_lock);
     if (lock) end_step(lock);
 }
@@ -98,11 +97,12 @@ void StepPipeline::post_remote(RemoteEnd end) {
     offer([&](std::vector<AttemptEnd>&, std::vector<RemoteEnd>& to) { to.push_back(std::move(end)); });
 }
 
-void StepPipeline::serve_ends(core::Time now) {
-    s_.inbox.take(s_.ends, s_.remote_ends);
-    for (RemoteEnd& end : s_.remote_ends) serve_remote(end, now);
-    s_.remote_ends.clear();
-    for (AttemptEnd& end : s_.ends) {
+void StepPipeline::serve_ends(const EngineHeld& held, core::Time now) {
+    s_.holding(held);
+    inbox_.take(ends_, remote_ends_);
+    for (RemoteEnd& end : remote_ends_) serve_remote(held, end, now);
+    remote_ends_.clear();
+    for (AttemptEnd& end : ends_) {
         Attempt& a = *end.attempt;
         const bool live = s_.engine.complete(a.lease, to_outcome(end.output), now);
         if (live) {
@@ -121,9 +121,9 @@ void StepPipeline::serve_ends(core::Time now) {
                                id.value, lease.value);
             });
     }
-    s_.ends.clear();
-    Actions(s_).apply(s_.held(), now);
-    Shutdown(s_).check_drained(s_.held());  // also when the ends left no action
+    ends_.clear();
+    s_.actions.apply(held, now);
+    s_.shutdown.check_drained(s_.held());  // also when the ends left no action
     // Idle now: no other task could run before the waiters these ends
     // complete, so if this thread is in an attempt's completion they resume
     // in place, not after a trip round the io_context. A busy scheduler
@@ -134,7 +134,8 @@ void StepPipeline::serve_ends(core::Time now) {
 
 // A remote report: the lease must be live and the worker's (the engine
 // checks both and counts the rest late).
-void StepPipeline::serve_remote(RemoteEnd& end, core::Time now) {
+void StepPipeline::serve_remote(const EngineHeld& held, RemoteEnd& end, core::Time now) {
+    s_.holding(held);
     switch (end.kind) {
         case RemoteEnd::Kind::Heartbeat: s_.engine.heartbeat(end.lease, now, end.worker); return;
         case RemoteEnd::Kind::Nack:

@@ -17,8 +17,19 @@
 // after the mutex is released, still in the engine's order: the next step
 // cannot deliver before the previous one has (a second mutex, taken before
 // the engine's is released, Delivery's).
-#include "scheduler_state.hpp"
+//
+// It owns what a step fills on the way: the inbox, the buffers it is
+// drained into, the attempts to start and the deferred work.
+#include <cronoq/core/engine.hpp>
+#include <cronoq/detail/scheduler_core.hpp>
 
+#include "attempt_state.hpp"
+#include "delivery.hpp"
+#include "engine_mutex.hpp"
+#include "inbox.hpp"
+#include "remote_bridge.hpp"
+
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -42,17 +53,30 @@ public:
     /// The same for a remote worker's report.
     void post_remote(RemoteEnd end);
 
+    /// What the step leaves for after the mutex, in the engine's order.
+    std::vector<Deferred>& deferred(const EngineHeld&) { return deferred_; }
+    /// An attempt dispatched in this step, started once the step has let go
+    /// of the engine (a start may run the executor inline).
+    void start_after(const EngineHeld&, std::shared_ptr<Attempt> attempt) { starts_.push_back(std::move(attempt)); }
+
 private:
-    /// What the three above share: `put(ends, remote_ends)` moves the
+    /// What the three posts share: `put(ends, remote_ends)` moves the
     /// report(s) into the vectors it is given.
     template <class Put>
     void offer(Put&& put) CRONOQ_NO_THREAD_SAFETY_ANALYSIS;
     /// Applies the ends the inbox holds to the engine, then its actions.
-    void serve_ends(core::Time now) CRONOQ_REQUIRES(s_.mu);
+    void serve_ends(const EngineHeld& held, core::Time now);
     /// Applies one remote report to the engine.
-    void serve_remote(RemoteEnd& end, core::Time now) CRONOQ_REQUIRES(s_.mu);
+    void serve_remote(const EngineHeld& held, RemoteEnd& end, core::Time now);
 
     SchedulerCore::State& s_;
+    // The fields below are reached with the engine's mutex held, but the
+    // inbox (its own lock).
+    std::vector<Deferred> deferred_;
+    std::vector<AttemptEnd> ends_;        // the inbox drained into this buffer
+    std::vector<RemoteEnd> remote_ends_;  // and its remote reports
+    StartList starts_;                    // in the order they were dispatched
+    Inbox inbox_;
 };
 
 }  // namespace cronoq::detail

@@ -5,39 +5,55 @@
 
 #include "actions.hpp"
 #include "recurring_definition.hpp"
+#include "scheduler_state.hpp"
 #include "task_options.hpp"
 
 #include <spdlog/spdlog.h>
 
 namespace cronoq::detail {
 
-void Timers::arm(std::optional<core::Time> next) {
-    s_.armed = next;
-    if (!next) return s_.timer->disarm();
-    s_.timer->arm(*next, [w = s_.self] {
-        if (auto core = w.lock()) Timers(SchedulerCore::State::of(*core)).on_wakeup();
+void Timers::rearm(const EngineHeld& held) {
+    s_.holding(held);
+    if (s_.shutdown.finished(held)) return;
+    const auto next = s_.engine.next_wakeup();
+    if (next == armed_) return;
+    arm(held, next);
+}
+
+void Timers::arm(const EngineHeld&, std::optional<core::Time> next) {
+    armed_ = next;
+    if (!next) return timer_->disarm();
+    timer_->arm(*next, [w = s_.self] {
+        if (auto core = w.lock()) SchedulerCore::State::of(*core).timers.on_wakeup();
     });
+}
+
+void Timers::stop(const EngineHeld&) {
+    armed_.reset();
+    timer_->disarm();
 }
 
 void Timers::on_wakeup() {
     SchedulerCore::State::Step step(s_);
-    s_.armed.reset();
+    armed_.reset();
     const auto now = s_.clock->now();
     s_.engine.tick(now);
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
 }
 
 void Timers::on_recurring_due() {
     SchedulerCore::State::Step step(s_);
-    if (s_.shutting_down) return;
+    if (s_.shutdown.shutting_down(s_.held())) return;
     const auto now = s_.clock->now();
     const auto wall = s_.clock->system_now();
     // Admitting an occurrence changes no schedule but its own `last`.
-    for (const RecurringTable::Due& due : s_.recurring->take_due(s_.held(), wall, now)) fire(*due.schedule, due.at, now, wall);
+    for (const RecurringTable::Due& due : s_.recurring->take_due(s_.held(), wall, now))
+        fire(s_.held(), *due.schedule, due.at, now, wall);
     rearm_recurring(s_.held());
 }
 
-void Timers::fire(Schedule& s, WallTime at, core::Time now, WallTime wall) {
+void Timers::fire(const EngineHeld& held, Schedule& s, WallTime at, core::Time now, WallTime wall) {
+    s_.holding(held);
     const std::string& name = s.request.name;
     // In the step's batch with the occurrence's row: a new leader either
     // sees both (and fires neither again) or neither (and fires it).
@@ -57,7 +73,7 @@ void Timers::fire(Schedule& s, WallTime at, core::Time now, WallTime wall) {
     if (s_.durable) submission.encoded = s_.encoder.with_payload(s.encoded_payload, submission.request, wall);
     OneSubmission one(submission);
     s_.admit(one, AdmitMode::Each, now);
-    Actions(s_).apply(s_.held(), now);
+    s_.actions.apply(s_.held(), now);
     auto handle = std::move(one).take();
     if (handle)
         s.last = handle.value()->id();
@@ -69,8 +85,8 @@ void Timers::fire(Schedule& s, WallTime at, core::Time now, WallTime wall) {
 
 void Timers::rearm_recurring(const EngineHeld& held) {
     s_.holding(held);
-    if (s_.finished) return;
-    s_.recurring->rearm(s_.held(), s_.clock->system_now(), s_.clock->now(), s_.shutting_down);
+    if (s_.shutdown.finished(held)) return;
+    s_.recurring->rearm(s_.held(), s_.clock->system_now(), s_.clock->now(), s_.shutdown.shutting_down(held));
 }
 
 }  // namespace cronoq::detail
