@@ -25,9 +25,10 @@ constexpr std::size_t latency_window = 1024;
 constexpr std::size_t max_group_changes = 16384;
 /// A group with admissions stays open (hold_open) at most as long as its
 /// commit is expected to take, so an acknowledgement waits at most about
-/// twice as long as without the hold; and it waits this long at most for
-/// the next batch: a lone task that runs longer has its admission committed
-/// after one quiet wait, a delay of the order of one sync.
+/// twice as long as without the hold; and it waits half that, and at least
+/// this long, for the next batch: a lone task that runs longer has its
+/// admission committed after one quiet wait, a delay of the order of one
+/// sync.
 constexpr std::chrono::microseconds hold_quiet(1000);
 /// The expected cost of a commit until one was measured: a fixed part (the
 /// sync, the round trips) and a part per change written (about what a
@@ -248,10 +249,10 @@ std::size_t CommitPipeline::hold_open(std::vector<Queued>& group, std::size_t wr
         std::vector<Queued> more;
         {
             std::unique_lock lock(mutex_);
-            // A larger group waits longer for the next batch too: its
-            // tasks' ends come from a busy process, which a core shared
-            // with others may pause for milliseconds.
-            wake_.wait_until(lock, std::min(deadline, now + std::max<nanoseconds>(hold_quiet, budget / 8)),
+            // Up to half the budget for the next batch: the ends come from
+            // threads that a loaded machine (slow commits, a larger
+            // budget) pauses for longer too.
+            wake_.wait_until(lock, std::min(deadline, now + std::max<nanoseconds>(hold_quiet, budget / 2)),
                              [&] { return !queue_.empty() || release_requested_; });
             if (queue_.empty() || release_requested_) break;
             more = take_group();
@@ -329,8 +330,17 @@ void CommitPipeline::report_commit(LeadPace& pace, steady_clock::time_point star
     if (!group.empty()) {
         record_commit(end - start, changes, written);
         const auto took = static_cast<double>((end - start).count());
-        if (written >= large_commit) ns_per_change_ = 0.5 * ns_per_change_ + 0.5 * took / static_cast<double>(written);
-        else commit_ns_ = 0.5 * commit_ns_ + 0.5 * took;
+        if (written >= large_commit) {
+            ns_per_change_ = 0.5 * ns_per_change_ + 0.5 * took / static_cast<double>(written);
+            per_change_measured_ = true;
+        } else {
+            commit_ns_ = 0.5 * commit_ns_ + 0.5 * took;
+            // Until a large commit says what a change costs, a machine whose
+            // small commits are slower than expected is taken to be as much
+            // slower per change (a loaded machine: the tasks run slower too).
+            if (!per_change_measured_)
+                ns_per_change_ = initial_ns_per_change * std::max(1.0, commit_ns_ / initial_commit_ns);
+        }
         committed_ = last;
         if (handlers_.on_commit) {
             CommitReport report;

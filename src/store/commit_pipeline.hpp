@@ -173,6 +173,7 @@ private:
     /// store's thread only.
     double commit_ns_;
     double ns_per_change_;
+    bool per_change_measured_ = false;
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;
