@@ -139,7 +139,7 @@ private:
     /// While `group` holds admissions whose tasks are ready or running, keeps
     /// it open a little and folds into it what arrives meanwhile, so that a
     /// task admitted, started and ended in that time is one row
-    /// (docs/store.md, "Net changes"). Returns the changes left in `group`,
+    /// (docs/store.md, "Holding admissions open"). Returns the changes left in `group`,
     /// folded, given those left when called.
     std::size_t hold_open(std::vector<Queued>& group, std::size_t written, const LeadPace& pace);
     /// One transaction for `group`, already folded; adds the group's changes

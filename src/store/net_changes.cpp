@@ -4,10 +4,11 @@ namespace cronoq::store {
 
 namespace {
 
-/// What a transition leaves in a row: the stored output is kept when it
-/// carries none (as the backends' UPDATE does).
+/// A task whose end may come soon, so its insert is worth holding open.
 bool open(TaskStatus status) { return status == TaskStatus::Ready || status == TaskStatus::Running; }
 
+/// What a transition leaves in a row: the stored output is kept when it
+/// carries none (as the backends' UPDATE does).
 void apply(TaskRow& row, const TaskTransition& t) {
     row.status = t.status;
     row.attempt = t.attempt;
