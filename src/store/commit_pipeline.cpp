@@ -23,6 +23,20 @@ constexpr std::size_t latency_window = 1024;
 /// A transaction stops taking batches beyond this many changes, so one
 /// commit's latency (and a failed one's retry) stays bounded.
 constexpr std::size_t max_group_changes = 16384;
+/// A group with admissions stays open (hold_open) at most as long as its
+/// commit is expected to take, so an acknowledgement waits at most about
+/// twice as long as without the hold; and it waits half that, and at least
+/// this long, for the next batch: a lone task that runs longer has its
+/// admission committed after one quiet wait, a delay of the order of one
+/// sync.
+constexpr std::chrono::microseconds hold_quiet(1000);
+/// The expected cost of a commit until one was measured: a fixed part (the
+/// sync, the round trips) and a part per change written (about what a
+/// SQLite or PostgreSQL commit costs on the store's thread).
+constexpr double initial_commit_ns = 1e6;
+constexpr double initial_ns_per_change = 2500.0;
+/// A commit of fewer changes measures the fixed part, of more the part per change.
+constexpr std::size_t large_commit = 1024;
 /// Rows the background prune deletes per transaction, so the commit it
 /// rides in stays short.
 constexpr std::size_t prune_chunk = 1000;
@@ -31,7 +45,8 @@ constexpr std::size_t prune_chunk = 1000;
 
 std::string make_holder_name() { return HolderIdentity::current().text(); }
 
-CommitPipeline::CommitPipeline(CommitBackend& backend, PipelineConfig config) : backend_(backend), config_(config) {}
+CommitPipeline::CommitPipeline(CommitBackend& backend, PipelineConfig config)
+    : backend_(backend), config_(config), commit_ns_(initial_commit_ns), ns_per_change_(initial_ns_per_change) {}
 
 CommitPipeline::~CommitPipeline() { stop(); }
 
@@ -199,21 +214,68 @@ CommitPipeline::LeadPace CommitPipeline::start_pace() const {
     return pace;
 }
 
-Transaction CommitPipeline::make_transaction(std::uint64_t epoch, std::vector<Queued>& group, bool pruning,
-                                             bool releasing, std::size_t& changes, std::size_t& written) {
-    Transaction transaction;
-    transaction.epoch = epoch;
-    std::vector<Batch*> batches;
-    batches.reserve(group.size());
-    for (Queued& queued : group) {
-        changes += queued.changes;
-        batches.push_back(&queued.batch);
-    }
+std::size_t CommitPipeline::fold_group(std::vector<Queued>& group) {
     // The group commits as a whole or not at all, so its net effect is what
     // it leaves. Folded in place: a failed commit puts the folded batches
     // back, which leave the same, and folding them again changes nothing.
-    written = net_.fold(batches);
-    transaction.batches.assign(batches.begin(), batches.end());
+    net_.start();
+    std::size_t written = 0;
+    for (Queued& queued : group) written += net_.add(queued.batch);
+    return written;
+}
+
+std::size_t CommitPipeline::hold_open(std::vector<Queued>& group, std::size_t written, const LeadPace& pace) {
+    // Why wait: an idle store takes a batch of admissions at once, and the
+    // tasks then run while it commits, so each is written twice, admitted
+    // and ended. Held while their ends keep arriving, the ends fold into
+    // the inserts. Only the time of the commit moves: batches still commit
+    // whole and in order, and what waits for them waits a little longer.
+    // Bounded: about the commit's own expected duration, its fixed part and
+    // its changes' (a tenth of the lease at most, so the renewal it carries
+    // stays well within the lease); a quiet wait without a batch; the
+    // group's size.
+    const steady_clock::time_point since = steady_clock::now();
+    const auto limit = std::min<nanoseconds>(pace.lease / 10, std::chrono::seconds(1));
+    // What does not fold (other tasks' changes, id marks) grows the group,
+    // by one group's bound at most.
+    const std::size_t net_limit = written + max_group_changes;
+    while (net_.open_inserts() > 0 && written <= net_limit) {
+        const auto budget = std::clamp<nanoseconds>(
+            nanoseconds(static_cast<std::int64_t>(commit_ns_ + ns_per_change_ * static_cast<double>(written))),
+            hold_quiet, limit);
+        const steady_clock::time_point now = steady_clock::now();
+        const steady_clock::time_point deadline = since + budget;
+        if (now >= deadline) break;
+        std::vector<Queued> more;
+        {
+            std::unique_lock lock(mutex_);
+            // Up to half the budget for the next batch: the ends come from
+            // threads that a loaded machine (slow commits, a larger
+            // budget) pauses for longer too.
+            wake_.wait_until(lock, std::min(deadline, now + std::max<nanoseconds>(hold_quiet, budget / 2)),
+                             [&] { return !queue_.empty() || release_requested_; });
+            if (queue_.empty() || release_requested_) break;
+            more = take_group();
+        }
+        // Moving a Queued keeps its changes where they are, so the fold's
+        // index into the earlier batches stays valid.
+        for (Queued& queued : more) {
+            written += net_.add(queued.batch);
+            group.push_back(std::move(queued));
+        }
+    }
+    return written;
+}
+
+Transaction CommitPipeline::make_transaction(std::uint64_t epoch, std::vector<Queued>& group, bool pruning,
+                                             bool releasing, std::size_t& changes) {
+    Transaction transaction;
+    transaction.epoch = epoch;
+    transaction.batches.reserve(group.size());
+    for (Queued& queued : group) {
+        changes += queued.changes;
+        transaction.batches.push_back(&queued.batch);
+    }
     if (pruning) {
         transaction.prune_before = age_cutoff(system_clock::now(), config_.keep_finished);
         transaction.prune_limit = prune_chunk;
@@ -267,6 +329,18 @@ void CommitPipeline::report_commit(LeadPace& pace, steady_clock::time_point star
     if (pruning) pace.next_prune = end + (pruned == prune_chunk ? nanoseconds(0) : pace.prune_every);
     if (!group.empty()) {
         record_commit(end - start, changes, written);
+        const auto took = static_cast<double>((end - start).count());
+        if (written >= large_commit) {
+            ns_per_change_ = 0.5 * ns_per_change_ + 0.5 * took / static_cast<double>(written);
+            per_change_measured_ = true;
+        } else {
+            commit_ns_ = 0.5 * commit_ns_ + 0.5 * took;
+            // Until a large commit says what a change costs, a machine whose
+            // small commits are slower than expected is taken to be as much
+            // slower per change (a loaded machine: the tasks run slower too).
+            if (!per_change_measured_)
+                ns_per_change_ = initial_ns_per_change * std::max(1.0, commit_ns_ / initial_commit_ns);
+        }
         committed_ = last;
         if (handlers_.on_commit) {
             CommitReport report;
@@ -311,13 +385,15 @@ void CommitPipeline::lead_loop(std::uint64_t epoch) {
                 group = take_group();
             }
         }
+        std::size_t written = fold_group(group);
+        // Not while retrying a failed commit, nor when giving the lead up.
+        if (!group.empty() && !releasing && !pace.failing_since) written = hold_open(group, written, pace);
         const steady_clock::time_point start = steady_clock::now();
         const bool pruning = group.empty() && !releasing && start >= pace.next_prune;
         if (group.empty() && !releasing && !pruning && start < pace.last_renewal + pace.renew_every) continue;
 
         std::size_t changes = 0;
-        std::size_t written = 0;
-        Transaction transaction = make_transaction(epoch, group, pruning, releasing, changes, written);
+        Transaction transaction = make_transaction(epoch, group, pruning, releasing, changes);
         const std::size_t batches = group.size();
         const Sequence last = group.empty() ? 0 : group.back().sequence;
         std::size_t pruned = 0;

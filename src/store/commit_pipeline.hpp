@@ -134,10 +134,18 @@ private:
     /// Asks the backend whether clients committed, and calls `on_inbox`.
     void look_at_inbox(LeadPace& pace);
     LeadPace start_pace() const;
-    /// One transaction for `group`, of its net changes; adds the group's
-    /// changes to `changes` and the net ones to `written`.
+    /// Folds `group` (net_changes.hpp); returns the changes left.
+    std::size_t fold_group(std::vector<Queued>& group);
+    /// While `group` holds admissions whose tasks are ready or running, keeps
+    /// it open a little and folds into it what arrives meanwhile, so that a
+    /// task admitted, started and ended in that time is one row
+    /// (docs/store.md, "Holding admissions open"). Returns the changes left in `group`,
+    /// folded, given those left when called.
+    std::size_t hold_open(std::vector<Queued>& group, std::size_t written, const LeadPace& pace);
+    /// One transaction for `group`, already folded; adds the group's changes
+    /// (as queued) to `changes`.
     Transaction make_transaction(std::uint64_t epoch, std::vector<Queued>& group, bool pruning, bool releasing,
-                                 std::size_t& changes, std::size_t& written);
+                                 std::size_t& changes);
     /// After a failed commit: puts the group back, reports, and backs off;
     /// false when the lead is lost (fenced, or failing for the whole lease).
     bool retry_failed_commit(const StoreError& error, LeadPace& pace, std::chrono::steady_clock::time_point start,
@@ -160,6 +168,12 @@ private:
     CommitBackend& backend_;
     const PipelineConfig config_;
     NetChanges net_;  ///< the store's thread only
+    /// What the store's thread spent on its last small commits, and per
+    /// change written on its last large ones (hold_open's budget); the
+    /// store's thread only.
+    double commit_ns_;
+    double ns_per_change_;
+    bool per_change_measured_ = false;
 
     mutable std::mutex mutex_;
     std::condition_variable wake_;

@@ -18,8 +18,15 @@ namespace cronoq::store {
 /// them again changes nothing. Reuses its index from one commit to the next.
 class NetChanges {
 public:
-    /// Returns the changes left in `batches`.
-    std::size_t fold(const std::vector<Batch*>& batches);
+    /// Starts a transaction's fold; then `add` each of its batches in order
+    /// (a batch added folds into the earlier ones): returns the changes
+    /// left in `batch`.
+    void start();
+    std::size_t add(Batch& batch);
+
+    /// Rows inserted by the batches added since `start()` that are still
+    /// Ready or Running: tasks whose end may soon fold into their insert.
+    std::size_t open_inserts() const { return open_inserts_; }
 
 private:
     /// False when `t` is kept as a change of its own (then `at` is where it goes).
@@ -27,6 +34,7 @@ private:
 
     /// A task's row change (its insert or its transition), where it stays.
     std::unordered_map<std::uint64_t, Change*> row_at_;
+    std::size_t open_inserts_ = 0;
 };
 
 }  // namespace cronoq::store
