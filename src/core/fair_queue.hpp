@@ -196,6 +196,16 @@ public:
         if (!alone()) enqueue(key, *k);
     }
 
+    /// Starts loading the state of `key`, which a push will read soon.
+    void prefetch_key(FairKeyId key) const {
+        if (key == 0) return;
+        if (const std::uint32_t* i = index_.find(key)) {
+            const char* state = reinterpret_cast<const char*>(&states_[*i]);
+            prefetch(state);
+            prefetch(state + sizeof(KeyQueue) - 1);
+        }
+    }
+
     /// Keys holding entries (live or stale), parked ones included.
     std::size_t keys() const { return index_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
     /// Entries held, stale ones included.
