@@ -305,6 +305,13 @@ TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, 
     t.kind = spec.kind;
     t.user = spec.user;
     t.fair_key = tasks_.fair_keys.hold(spec.fair_key);
+    // The key's counts and its state in the class are read when the task
+    // becomes ready, after the rest of the admission: with thousands of
+    // keys both are out of cache (docs/PERFORMANCE.md, "Fair dispatch").
+    if (t.fair_key != 0) {
+        p.fair.prefetch_key(t.fair_key);
+        p.queue.prefetch_key(spec.priority, t.fair_key);
+    }
     t.priority = spec.priority;
     t.attempt = 0;
     t.fair_paid = false;  // the slot's last task may have ended parked

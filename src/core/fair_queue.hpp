@@ -13,7 +13,8 @@
 //
 // Why tags and not deficit round robin: weights are any positive real, a
 // weight change applies from the next dispatch without rounding a quantum,
-// and the order between keys is a heap, O(log active keys) per decision.
+// and the order between keys is a heap, O(log active keys) per decision
+// (with equal weights a rotation beside it: O(1), see `enqueue`).
 //
 // A key holds state only while it has entries (ready tasks, or stale
 // entries not yet dropped); its state goes when its last entry is taken.
@@ -27,6 +28,7 @@
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
 #include "dense_key_index.hpp"
+#include "prefetch.hpp"
 #include "queue_ref.hpp"
 #include "ring.hpp"
 #include "slab.hpp"
@@ -61,8 +63,9 @@ public:
     /// change: what the next decision will likely read.
     std::optional<std::uint32_t> peek() const {
         if (alone()) return unkeyed_.fifo.empty() ? std::nullopt : std::optional(unkeyed_.fifo.front().slot);
-        if (heap_.empty()) return std::nullopt;
-        const KeyQueue* k = find(heap_.front().key);
+        if (no_order()) return std::nullopt;
+        if (top_in_rotation()) prefetch_rotation();
+        const KeyQueue* k = find(top().key);
         if (!k || k->fifo.empty()) return std::nullopt;
         return k->fifo.front().slot;
     }
@@ -73,11 +76,11 @@ public:
     template <class Live>
     std::optional<std::uint32_t> head(Live&& live) {
         if (alone()) return unkeyed_head(live);
-        while (!heap_.empty()) {
-            const HeapEntry top = heap_.front();
-            KeyQueue* k = find(top.key);
-            if (!k || k->live_order != top.order || k->parked) {
-                pop_heap();
+        while (!no_order()) {
+            const HeapEntry first = top();
+            KeyQueue* k = find(first.key);
+            if (!k || k->live_order != first.order || k->parked) {
+                pop_top();
                 continue;
             }
             while (!k->fifo.empty() && !live(k->fifo.front())) {
@@ -85,8 +88,8 @@ public:
                 --entries_;
             }
             if (!k->fifo.empty()) return k->fifo.front().slot;
-            pop_heap();
-            erase(top.key);
+            pop_top();
+            erase(first.key);
             if (alone()) return unkeyed_head(live);  // the last key went: "" left the heap
         }
         return std::nullopt;
@@ -106,18 +109,17 @@ public:
             if (!unkeyed_.fifo.empty()) best = unkeyed_.fifo.front().slot;
             return best;
         }
-        for (const HeapEntry& e : heap_) {
+        const auto consider = [&](const HeapEntry& e) {
             KeyQueue* k = find(e.key);
-            if (!k || k->live_order != e.order || k->parked) continue;
+            if (!k || k->live_order != e.order || k->parked) return;
             // Emptied here, the key stays until `head` reaches its entry.
-            while (!k->fifo.empty() && !live(k->fifo.front())) {
-                k->fifo.pop_front();
-                --entries_;
-            }
-            if (k->fifo.empty()) continue;
+            drop_stale(*k, live);
+            if (k->fifo.empty()) return;
             const std::uint32_t slot = k->fifo.front().slot;
             if (!best || older(slot, *best)) best = slot;
-        }
+        };
+        for (const HeapEntry& e : heap_) consider(e);
+        for (std::size_t i = 0; i < rotation_.size(); ++i) consider(rotation_[i]);
         return best;
     }
 
@@ -134,28 +136,33 @@ public:
             k.finish += k.step;
             return slot;
         }
-        const FairKeyId key = heap_.front().key;
+        const bool from_rotation = top_in_rotation();
+        const FairKeyId key = top().key;
         KeyQueue& k = *find(key);
         const std::uint32_t slot = k.fifo.front().slot;
         k.fifo.pop_front();
         --entries_;
         vtime_ = k.finish;
         if (k.fifo.empty()) {
-            pop_heap();
+            pop_top();
             erase(key);
             return slot;
         }
         k.finish += k.step;
-        if (heap_.size() == 1) {
-            // Alone (every other key parked): its entry stays on top.
-            heap_.front().finish = k.finish;
-            return slot;
-        }
-        // Its entry on top takes the grown tag and sinks: one pass down,
-        // where a pop and a push would go down and then up.
         k.live_order = next_order_++;
-        heap_.front() = HeapEntry{k.finish, k.live_order, key};
-        sift_down(0);
+        const HeapEntry next{k.finish, k.live_order, key};
+        if (from_rotation) {
+            rotation_.pop_front();
+            enqueue(next);
+        } else if (fits_rotation(next)) {
+            pop_heap();
+            rotation_.push_back(next);
+        } else {
+            // Its entry on top takes the grown tag and sinks: one pass
+            // down, where a pop and a push would go down and then up.
+            heap_.front() = next;
+            sift_down(0);
+        }
         return slot;
     }
 
@@ -166,7 +173,7 @@ public:
         KeyQueue* k = find(key);
         if (!k || k->fifo.empty()) return;  // no backlog here: nothing to balance
         k->finish += k->step;
-        if (!k->parked && !alone()) push_heap(key, *k);
+        if (!k->parked && !alone()) enqueue(key, *k);
     }
 
     /// The key's weight from its next step on (Scheduler::set_fair_weight).
@@ -186,7 +193,17 @@ public:
         k->parked = false;
         if (k->fifo.empty()) return erase(key);
         k->finish = std::max(k->finish, vtime_ + k->step);
-        if (!alone()) push_heap(key, *k);
+        if (!alone()) enqueue(key, *k);
+    }
+
+    /// Starts loading the state of `key`, which a push will read soon.
+    void prefetch_key(FairKeyId key) const {
+        if (key == 0) return;
+        if (const std::uint32_t* i = index_.find(key)) {
+            const char* state = reinterpret_cast<const char*>(&states_[*i]);
+            prefetch(state);
+            prefetch(state + sizeof(KeyQueue) - 1);
+        }
     }
 
     /// Keys holding entries (live or stale), parked ones included.
@@ -219,7 +236,7 @@ private:
         if (key == 0) return unkeyed_;
         if (const std::uint32_t* i = index_.find(key)) return states_[*i];
         // The first keyed state: "" competes from now on, in the heap.
-        if (alone() && !unkeyed_.fifo.empty() && !unkeyed_.parked) push_heap(0, unkeyed_);
+        if (alone() && !unkeyed_.fifo.empty() && !unkeyed_.parked) enqueue(0, unkeyed_);
         const std::uint32_t i = states_.acquire();
         index_.insert(key, i);
         return states_[i];
@@ -239,7 +256,10 @@ private:
         index_.erase(key);
         // No keyed state left: what the heap holds is stale, or the entry
         // of "", which goes on outside it.
-        if (alone()) heap_.clear();
+        if (alone()) {
+            heap_.clear();
+            rotation_.clear();
+        }
         // A small ring keeps its storage for the next key that takes the
         // entry: a key that comes and goes (one task at a time in a class)
         // costs no allocation.
@@ -254,7 +274,7 @@ private:
 
     void activate(FairKeyId key, KeyQueue& k) {
         k.finish = vtime_ + k.step;
-        if (!alone()) push_heap(key, k);
+        if (!alone()) enqueue(key, k);
     }
     // No key but "" has state here: "" is served without the heap.
     bool alone() const { return index_.size() == 0; }
@@ -276,9 +296,52 @@ private:
     // sinks to the bottom on most decisions; four children per level halve
     // the levels it passes (and their cache lines) against a binary heap.
     static constexpr std::size_t arity = 4;
-    void push_heap(FairKeyId key, KeyQueue& k) {
+
+    // The order between keys is the heap and the rotation together: the
+    // rotation is a FIFO of entries in increasing order, taking an entry
+    // only when it comes after its back. With equal weights a served key's
+    // grown tag, and a key that becomes active, always does: keys then go
+    // round in turn through a ring read front to back, and a decision sifts
+    // nothing through a heap of every active key (one cache line or more per
+    // level, out of cache with thousands of keys). The heap takes the
+    // entries that would pass the rotation's back (unequal weights).
+    bool no_order() const { return heap_.empty() && rotation_.empty(); }
+    bool top_in_rotation() const {
+        return !rotation_.empty() && (heap_.empty() || !after(rotation_.front(), heap_.front()));
+    }
+    const HeapEntry& top() const { return top_in_rotation() ? rotation_.front() : heap_.front(); }
+    void pop_top() {
+        if (top_in_rotation()) return rotation_.pop_front();
+        pop_heap();
+    }
+    // Keys in the rotation are served in its order, so the lines of the
+    // next decisions can load ahead in stages, each from a line loaded
+    // one decision before: the state of the key two ahead, the front of
+    // the ring of the key next but one (its state loaded by now), and
+    // (the caller, from `peek`) the front task of the key next. One
+    // decision's chain of misses (state, ring, task) costs one miss's wait.
+    void prefetch_rotation() const {
+        const std::size_t n = rotation_.size();
+        if (n > 2) {
+            if (const std::uint32_t* i = index_.find(rotation_[2].key)) {
+                const char* state = reinterpret_cast<const char*>(&states_[*i]);
+                prefetch(state);
+                prefetch(state + sizeof(KeyQueue) - 1);
+            }
+        }
+        if (n > 1) {
+            const KeyQueue* k = find(rotation_[1].key);
+            if (k && !k->fifo.empty()) prefetch(&k->fifo.front());
+        }
+    }
+    bool fits_rotation(const HeapEntry& e) const { return rotation_.empty() || !after(rotation_.back(), e); }
+    void enqueue(FairKeyId key, KeyQueue& k) {
         k.live_order = next_order_++;
-        heap_.push_back(HeapEntry{k.finish, k.live_order, key});
+        enqueue(HeapEntry{k.finish, k.live_order, key});
+    }
+    void enqueue(const HeapEntry& e) {
+        if (fits_rotation(e)) return rotation_.push_back(e);
+        heap_.push_back(e);
         sift_up(heap_.size() - 1);
     }
     void pop_heap() {
@@ -321,6 +384,7 @@ private:
     DenseKeyIndex index_;
     Slab<KeyQueue> states_;
     std::vector<HeapEntry> heap_;
+    Ring<HeapEntry> rotation_;
     double vtime_ = 0;
     std::uint64_t next_order_ = 0;
     std::size_t entries_ = 0;

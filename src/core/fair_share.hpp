@@ -73,6 +73,11 @@ public:
         release_if_idle(key, l);
         return was_capped;
     }
+    /// Starts loading the counts of `key`, which a transition will read soon.
+    void prefetch_key(FairKeyId key) const {
+        if (key == 0) return;
+        if (const std::uint32_t* i = index_.find(key)) prefetch(&loads_[*i]);
+    }
     bool capped() const { return cap_ != 0; }
     bool at_cap(FairKeyId key, std::size_t running) const {
         if (cap_ == 0) return false;

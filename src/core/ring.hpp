@@ -14,6 +14,7 @@ public:
     std::size_t size() const { return size_; }
     std::size_t capacity() const { return items_.size(); }
     const T& front() const { return items_[head_]; }
+    const T& back() const { return items_[(head_ + size_ - 1) & (items_.size() - 1)]; }
     /// The i-th element from the front.
     const T& operator[](std::size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
     T& operator[](std::size_t i) { return items_[(head_ + i) & (items_.size() - 1)]; }
@@ -27,6 +28,11 @@ public:
     void pop_front() {
         head_ = (head_ + 1) & (items_.size() - 1);
         --size_;
+    }
+    /// Empties the ring, keeping its storage.
+    void clear() {
+        head_ = 0;
+        size_ = 0;
     }
 
 private:

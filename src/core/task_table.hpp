@@ -8,6 +8,7 @@
 #include "engine_types.hpp"
 #include "fair_keys.hpp"
 #include "flat_id_map.hpp"
+#include "prefetch.hpp"
 #include "runtime/large_allocator.hpp"
 #include "slab.hpp"
 
@@ -51,7 +52,7 @@ public:
     std::uint32_t index_of(const TaskSlot& t) const { return static_cast<std::uint32_t>(&t - slots_.data()); }
     /// Whether a queue or parking entry still names the task as it was.
     bool live(detail::QueueRef r) const { return slots_[r.slot].gen == r.gen; }
-    void prefetch(std::uint32_t s) const { __builtin_prefetch(&slots_[s]); }
+    void prefetch(std::uint32_t s) const { detail::prefetch(&slots_[s]); }
 
     /// When the task in slot `s` was admitted (restored: when it came back).
     void set_admitted(std::uint32_t s, Time at) { slots_[s].admitted = at; }

@@ -123,6 +123,37 @@ TEST(FairQueue, AParkedKeyWaitsWithoutHoldingBackTheOthers) {
     EXPECT_EQ(count[2], 2);
 }
 
+// Keys of equal weight go round in turn (the rotation beside the heap,
+// fair_queue.hpp), and a key that becomes active joins the back of the round.
+TEST(FairQueue, KeysOfEqualWeightGoRoundInTurnAndANewKeyJoinsAtTheBack) {
+    Fixture f;
+    for (FairKeyId k = 1; k <= 4; ++k) {
+        f.add(k);
+        f.add(k);
+    }
+    std::vector<FairKeyId> order;
+    for (int i = 0; i < 2; ++i) order.push_back(f.key_of[*f.take()]);
+    f.add(5);
+    while (auto slot = f.take()) order.push_back(f.key_of[*slot]);
+    EXPECT_EQ(order, (std::vector<FairKeyId>{1, 2, 3, 4, 1, 2, 5, 3, 4}));
+}
+
+// A heavier key's tags pass the round's back and go through the heap: the
+// order between the two stays by tag.
+TEST(FairQueue, AHeavierKeyOvertakesTheRoundByTag) {
+    Fixture f;
+    for (int i = 0; i < 6; ++i) {
+        f.add(1);
+        f.add(2);
+        f.add(3, 4.0);
+    }
+    // Tags: key 3 at 0.25, 0.5, ... and keys 1 and 2 at 1, 2, 3; at a tie
+    // the key tagged first goes first.
+    std::vector<FairKeyId> order;
+    for (int i = 0; i < 12; ++i) order.push_back(f.key_of[*f.take()]);
+    EXPECT_EQ(order, (std::vector<FairKeyId>{3, 3, 3, 1, 2, 3, 3, 3, 1, 2, 1, 2}));
+}
+
 TEST(FairQueue, AChargedKeyYieldsItsTurn) {
     Fixture f;
     for (int i = 0; i < 20; ++i) {
