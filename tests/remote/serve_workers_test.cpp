@@ -146,12 +146,12 @@ TEST(ServeWorkers, AWorkerReachingAStandbyIsRedirectedToTheLeaderAndFollowsItsSi
 TEST(ServeWorkers, AWorkerOfAPoolOfAnotherShardIsRedirectedToThatShardsLeader) {
     ScratchDir dir;
     constexpr int tasks = 8;
-    Replica a(dir.file("s.db"), {"shard=a", "submit=" + std::to_string(tasks), "await=" + std::to_string(tasks),
-                                 "payload=wait_ms:20"});
+    Replica a = sqlite_replica(dir.file("s.db"), {"shard=a", "submit=" + std::to_string(tasks), "await=" + std::to_string(tasks),
+                                              "payload=wait_ms:20"});
     ASSERT_EQ(a.child->read_until("O"), "O");
     const auto acknowledged = a.acknowledged(tasks);
     ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
-    Replica b(dir.file("s.db"), {"shard=b", "pool=other"});
+    Replica b = sqlite_replica(dir.file("s.db"), {"shard=b", "pool=other"});
     ASSERT_EQ(b.child->read_until("O"), "O") << "shard b waited for shard a's lease";
     Refusal refused = register_at(b.address());
     EXPECT_EQ(refused.code, grpc::StatusCode::FAILED_PRECONDITION) << refused.message;

@@ -39,6 +39,9 @@ inline std::shared_ptr<SqliteStore> open_store(const std::filesystem::path& file
 /// server, CRONOQ_TEST_PG): `tested_backends()` says which.
 enum class Backend { Sqlite, Postgres };
 std::vector<Backend> tested_backends();
+/// Those of them that are SQLite: none in the PostgreSQL binary, for a test
+/// of SQLite's own behaviour (its suite allows being left uninstantiated).
+std::vector<Backend> sqlite_backends();
 std::string backend_name(Backend backend);
 /// How gtest prints a parameter.
 inline void PrintTo(Backend backend, std::ostream* out) { *out << backend_name(backend); }

@@ -24,6 +24,12 @@ std::vector<Backend> tested_backends() { return {Backend::Sqlite}; }
 class PgSchema {};
 #endif
 
+std::vector<Backend> sqlite_backends() {
+    std::vector<Backend> backends = tested_backends();
+    std::erase(backends, Backend::Postgres);
+    return backends;
+}
+
 std::string backend_name(Backend backend) { return backend == Backend::Sqlite ? "Sqlite" : "Postgres"; }
 
 std::shared_ptr<Store> open_location(const std::string& location) {
