@@ -125,10 +125,10 @@ void SqliteClientAccess::set_paused(const std::string& pool, bool paused) {
     std::lock_guard lock(mutex_);
     Connection& c = connection();
     WriteTransaction transaction(c);
-    Statement queue(c, "INSERT INTO inbox (op, task_id, shard, committed_at) "
-                       "VALUES (?1, 0, coalesce((SELECT shard FROM shard_pools WHERE pool = ?2), ''), ?3)");
+    // No task: task_id 0, and the entry's shard is the pool's.
+    Statement queue(c, queue_sql);
     queue.bind(1, inbox_op_text(paused ? InboxEntry::Op::Pause : InboxEntry::Op::Resume, pool));
-    queue.bind(2, pool).bind(3, to_stored(system_clock::now())).run();
+    queue.bind(2, std::int64_t{0}).bind(3, pool).bind(4, to_stored(system_clock::now())).run();
     transaction.commit();
 }
 
