@@ -6,8 +6,11 @@
 // 64 `complete`-sized messages in flight and the server answers each with a
 // `lease`-sized one. No scheduler, no engine, no worker loop: what is left
 // is the transport. `round_trips_per_s` is the figure; divide
-// BM_RemoteThroughput's `tasks_per_s` by it.
+// BM_RemoteThroughput's `tasks_per_s` by it. `cpu_us_per_round_trip`: the
+// CPU of both ends (one process here), every thread, per round trip; the
+// floor of BM_RemoteThroughput's `cpu_us_per_task`.
 #include "bench_support.hpp"
+#include "cpu_time.hpp"
 
 #include "cronoq/v1/workers.grpc.pb.h"
 
@@ -196,12 +199,15 @@ void BM_GrpcEchoBaseline(benchmark::State& state) {
     std::string error = run_batch();  // connects the channel
     if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = cronoq_bench::cpu_seconds_self();
     while (error.empty() && state.KeepRunningBatch(echo_batch)) {
         error = run_batch();
         if (!error.empty()) state.SkipWithError(error.c_str());
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
     state.counters["round_trips_per_s"] = static_cast<double>(state.iterations()) / elapsed.count();
+    state.counters["cpu_us_per_round_trip"] =
+        (cronoq_bench::cpu_seconds_self() - cpu0) * 1e6 / static_cast<double>(state.iterations());
     server->Shutdown();
     state.SetItemsProcessed(state.iterations());
 }

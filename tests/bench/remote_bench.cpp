@@ -9,12 +9,19 @@
 // The workers connect before the untimed first batch: the benchmark waits
 // until the pool's snapshot counts them all.
 //
+// `cpu_us_per_task` (with `server_cpu_us` and `worker_cpu_us`, per task):
+// the CPU both processes spent in the timed part, every thread, over its
+// tasks; compare it with BM_GrpcEchoBaseline's `cpu_us_per_round_trip`.
+// On this shared 2-core machine it moves much less with the load than the
+// rates do.
+//
 // GCC 12: no lambda or braced temporary inside a co_await full-expression.
 #include <cronoq/codec.hpp>
 #include <cronoq/cronoq.hpp>
 #include <cronoq/remote/worker_server.hpp>
 
 #include "bench_support.hpp"
+#include "cpu_time.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -108,6 +115,12 @@ public:
     }
 
     Sched& sched() { return sched_; }
+    /// The CPU seconds the worker processes have used so far.
+    double workers_cpu_seconds() const {
+        double total = 0;
+        for (const pid_t pid : pids_) total += cronoq_bench::cpu_seconds_of(pid);
+        return total;
+    }
     std::string error;
 
 private:
@@ -142,12 +155,20 @@ void BM_RemoteThroughput(benchmark::State& state) {
     if (error.empty()) error = run_batch();
     if (!error.empty()) state.SkipWithError(("warm-up: " + error).c_str());
     const auto t0 = std::chrono::steady_clock::now();
+    const double server_cpu0 = cronoq_bench::cpu_seconds_self();
+    const double worker_cpu0 = setup.workers_cpu_seconds();
     while (error.empty() && state.KeepRunningBatch(remote_batch)) {
         error = run_batch();
         if (!error.empty()) state.SkipWithError(error.c_str());
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
-    state.counters["tasks_per_s"] = static_cast<double>(state.iterations()) / elapsed.count();
+    const double tasks = static_cast<double>(state.iterations());
+    const double server_cpu = (cronoq_bench::cpu_seconds_self() - server_cpu0) * 1e6 / tasks;
+    const double worker_cpu = (setup.workers_cpu_seconds() - worker_cpu0) * 1e6 / tasks;
+    state.counters["tasks_per_s"] = tasks / elapsed.count();
+    state.counters["server_cpu_us"] = server_cpu;
+    state.counters["worker_cpu_us"] = worker_cpu;
+    state.counters["cpu_us_per_task"] = server_cpu + worker_cpu;
     state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_RemoteThroughput)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
