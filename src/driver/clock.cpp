@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 
 namespace cronoq {
@@ -25,24 +26,79 @@ public:
     // run loop polls the kernel (epoll_wait). A scheduler whose engine never
     // asks for a wakeup (no timeouts, starts, backoffs, buckets) keeps the
     // application's io_context free of that cost.
+    //
+    // Arming it later than its wait already runs is lazy: the wait is left
+    // as it is and, when it ends, waits again for the later time. Moving an
+    // Asio wait cancels it, which posts the cancelled handler and so wakes
+    // the io_context's thread from whichever thread armed the timer: the
+    // engine's next wakeup moves later at nearly every step of a busy
+    // remote pool (the oldest lease's TTL), and each such move cost a
+    // context switch (docs/remote.md, "Writes"). Only an earlier time
+    // moves the wait.
     class SteadyTimer final : public Timer {
     public:
-        explicit SteadyTimer(asio::any_io_executor ex) : ex_(std::move(ex)) {}
+        explicit SteadyTimer(asio::any_io_executor ex) : state_(std::make_shared<State>(std::move(ex))) {}
+        ~SteadyTimer() override { disarm(); }
         void arm(core::Time at, std::function<void()> on_due) override {
-            if (!timer_) timer_.emplace(ex_);
-            timer_->expires_at(std::chrono::steady_clock::time_point(
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(at.time_since_epoch())));
-            timer_->async_wait([f = std::move(on_due)](std::error_code ec) {
-                if (!ec) f();
-            });
+            const auto due = std::chrono::steady_clock::time_point(
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(at.time_since_epoch()));
+            std::lock_guard lock(state_->mu);
+            state_->due = due;
+            state_->on_due = std::move(on_due);
+            if (state_->waiting && state_->waiting_until <= due) return;  // it waits again when it ends
+            wait_locked(state_, due);
         }
         void disarm() override {
-            if (timer_) timer_->cancel();
+            std::lock_guard lock(state_->mu);
+            state_->due.reset();
+            state_->on_due = nullptr;
+            // Cancelled, not left to run out: a pending wait is outstanding
+            // work that would keep the application's io_context running.
+            if (state_->waiting && state_->timer) state_->timer->cancel();
+            state_->waiting = false;
         }
 
     private:
-        asio::any_io_executor ex_;
-        std::optional<asio::steady_timer> timer_;
+        using TimePoint = std::chrono::steady_clock::time_point;
+        // Shared with the wait's handler, which holds it weakly: the timer
+        // may go while a wait is pending.
+        struct State {
+            explicit State(asio::any_io_executor e) : ex(std::move(e)) {}
+            std::mutex mu;
+            asio::any_io_executor ex;
+            std::optional<asio::steady_timer> timer;
+            std::optional<TimePoint> due;  // what the last arm asked for; none once fired or disarmed
+            std::function<void()> on_due;
+            bool waiting = false;     // a wait is pending, until waiting_until
+            TimePoint waiting_until;
+            std::uint64_t wait_id = 0;  // the pending wait's; a replaced one ends as stale
+        };
+
+        static void wait_locked(const std::shared_ptr<State>& state, TimePoint until) {
+            if (!state->timer) state->timer.emplace(state->ex);
+            state->timer->expires_at(until);  // cancels a pending wait, which then ends as stale
+            state->waiting = true;
+            state->waiting_until = until;
+            state->timer->async_wait([weak = std::weak_ptr<State>(state), id = ++state->wait_id](std::error_code ec) {
+                if (ec) return;
+                auto state = weak.lock();
+                if (!state) return;
+                std::function<void()> fire;
+                {
+                    std::lock_guard lock(state->mu);
+                    if (id != state->wait_id || !state->waiting) return;
+                    state->waiting = false;
+                    if (!state->due) return;
+                    if (*state->due > std::chrono::steady_clock::now()) return wait_locked(state, *state->due);
+                    state->due.reset();
+                    fire = std::move(state->on_due);
+                    state->on_due = nullptr;
+                }
+                if (fire) fire();
+            });
+        }
+
+        std::shared_ptr<State> state_;
     };
 
     std::unique_ptr<Timer> make_timer(asio::any_io_executor ex) override { return std::make_unique<SteadyTimer>(std::move(ex)); }
