@@ -30,9 +30,9 @@ public:
 
     /// The index of the first bound >= `v` ("le" buckets include their
     /// bound), `bucket_count` when none is. Every dispatch and every end
-    /// records a sample: a search of five fixed steps, which compiles to
-    /// conditional moves, costs a third of std::lower_bound's loop of
-    /// unpredictable branches (docs/PERFORMANCE.md, "Round trip").
+    /// records a sample: a search of five fixed steps, which the compiler
+    /// unrolls (partly into conditional moves), instead of std::lower_bound's
+    /// loop (docs/PERFORMANCE.md, "Round trip").
     static std::size_t bucket_of(std::int64_t v) {
         const auto& bounds = SecondsHistogram::bounds_ns;
         static_assert(SecondsHistogram::bucket_count < 32, "five steps search at most 31 bounds");
