@@ -39,24 +39,12 @@ public:
     /// The value of the slice `now` falls in, for writing.
     T& at(Time now) {
         // Still in the period of the last write (every dispatch and end
-        // writes several times): no division.
+        // writes several times): no division, and no call, the rest is
+        // out of line (docs/PERFORMANCE.md, "Round trip").
         const std::int64_t t = now.time_since_epoch().count();
-        if (t >= latest_begin_ && t < latest_end_) return slices_[latest_index_].value;
-        const std::int64_t p = std::max(period_of(now), latest_);
-        latest_ = p;
-        latest_index_ = index_of(p);
-        // The period's bounds, saturated at the ends of the axis.
-        const std::int64_t len = slice_length_.count();
-        constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
-        constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
-        latest_begin_ = p < lowest / len ? lowest : p * len;
-        latest_end_ = latest_begin_ > highest - len ? highest : latest_begin_ + len;
-        Slice& s = slices_[latest_index_];
-        if (s.period != p) {
-            reset(s.value);
-            s.period = p;
-        }
-        return s.value;
+        if (t >= latest_begin_ && t < latest_end_) [[likely]]
+            return slices_[latest_index_].value;
+        return move_to(now);
     }
 
     /// Calls `f(const T&)` for each slice within the window at `now`.
@@ -82,6 +70,27 @@ private:
         std::int64_t period = never_written;
         T value{};
     };
+
+    // The slice of a period other than the last written: the latest
+    // period moves on to `now`'s (never back), its slice emptied if it
+    // last held an older period.
+    [[gnu::noinline]] T& move_to(Time now) {
+        const std::int64_t p = std::max(period_of(now), latest_);
+        latest_ = p;
+        latest_index_ = index_of(p);
+        // The period's bounds, saturated at the ends of the axis.
+        const std::int64_t len = slice_length_.count();
+        constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+        constexpr std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+        latest_begin_ = p < lowest / len ? lowest : p * len;
+        latest_end_ = latest_begin_ > highest - len ? highest : latest_begin_ + len;
+        Slice& s = slices_[latest_index_];
+        if (s.period != p) {
+            reset(s.value);
+            s.period = p;
+        }
+        return s.value;
+    }
 
     // Floor division, so that times before the origin of the axis fall in
     // their own periods too.

@@ -89,6 +89,8 @@ void WaitingRoom::block(std::uint32_t s, detail::BlockedTask&& waits, Time now) 
 }
 
 void WaitingRoom::drop_blocked(TaskId id) {
+    // Every task leaves Blocked at its admission; most never waited on anything.
+    if (graph_.blocked.empty()) return;
     auto b = graph_.blocked.find(id.value);
     if (b == graph_.blocked.end()) return;
     // Edges from live parents are dropped lazily (the parent's list is read

@@ -8,8 +8,12 @@
 #include <cronoq/prometheus.hpp>
 #include <cronoq/snapshot.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <vector>
 
 namespace cronoq::core::test::prometheus_test {
 namespace {
@@ -101,6 +105,21 @@ TEST(PrometheusTest, PoolNamesAreEscapedAsLabelValues) {
     EXPECT_EQ(value_of(text, R"(cronoq_pool_capacity{pool="a\"b\\c\nd"})"), "4");
     // No raw newline inside a sample: every line is a comment or starts with a name.
     for (const std::string& line : lines_of(text)) EXPECT_TRUE(line.rfind("cronoq_", 0) == 0 || line.rfind("# ", 0) == 0) << line;
+}
+
+// The five-step search picks std::lower_bound's bucket at, around and
+// between every bound, and past the last.
+TEST(PrometheusTest, HistogramBucketSearchMatchesLowerBound) {
+    const auto& bounds = SecondsHistogram::bounds_ns;
+    std::vector<std::int64_t> values{0, 1, std::numeric_limits<std::int64_t>::max()};
+    for (std::size_t i = 0; i < bounds.size(); ++i) {
+        for (std::int64_t d : {-1, 0, 1}) values.push_back(bounds[i] + d);
+        if (i > 0) values.push_back(bounds[i - 1] + (bounds[i] - bounds[i - 1]) / 2);
+    }
+    for (std::int64_t v : values) {
+        const auto expected = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin());
+        EXPECT_EQ(detail::FixedHistogram::bucket_of(v), expected) << v;
+    }
 }
 
 TEST(PrometheusTest, HistogramBucketsAreCumulativeAndInfEqualsTheCount) {
