@@ -224,7 +224,7 @@ std::size_t CommitPipeline::fold_group(std::vector<Queued>& group) {
     return written;
 }
 
-std::size_t CommitPipeline::hold_open(std::vector<Queued>& group, std::size_t written, const LeadPace& pace) {
+std::size_t CommitPipeline::hold_open(std::vector<Queued>& group, std::size_t written, LeadPace& pace) {
     // Why wait: an idle store takes a batch of admissions at once, and the
     // tasks then run while it commits, so each is written twice, admitted
     // and ended. Held while their ends keep arriving, the ends fold into
@@ -239,22 +239,33 @@ std::size_t CommitPipeline::hold_open(std::vector<Queued>& group, std::size_t wr
     // What does not fold (other tasks' changes, id marks) grows the group,
     // by one group's bound at most.
     const std::size_t net_limit = written + max_group_changes;
+    steady_clock::time_point last_batch = since;
     while (net_.open_inserts() > 0 && written <= net_limit) {
         const auto budget = std::clamp<nanoseconds>(
             nanoseconds(static_cast<std::int64_t>(commit_ns_ + ns_per_change_ * static_cast<double>(written))),
             hold_quiet, limit);
-        const steady_clock::time_point now = steady_clock::now();
         const steady_clock::time_point deadline = since + budget;
-        if (now >= deadline) break;
+        if (steady_clock::now() >= deadline) break;
+        // Clients' submissions are looked for at the idle pace meanwhile: a
+        // client's task starts without waiting for the hold, and what the
+        // leader makes of it joins the group.
+        if (pace.inbox_every.count() > 0 && steady_clock::now() >= pace.next_inbox_look) look_at_inbox(pace);
         std::vector<Queued> more;
         {
             std::unique_lock lock(mutex_);
             // Up to half the budget for the next batch: the ends come from
             // threads that a loaded machine (slow commits, a larger
             // budget) pauses for longer too.
-            wake_.wait_until(lock, std::min(deadline, now + std::max<nanoseconds>(hold_quiet, budget / 2)),
-                             [&] { return !queue_.empty() || release_requested_; });
-            if (queue_.empty() || release_requested_) break;
+            const steady_clock::time_point quiet_end =
+                std::min(deadline, last_batch + std::max<nanoseconds>(hold_quiet, budget / 2));
+            steady_clock::time_point until = quiet_end;
+            if (pace.inbox_every.count() > 0) until = std::min(until, pace.next_inbox_look);
+            wake_.wait_until(lock, until, [&] { return !queue_.empty() || release_requested_; });
+            if (release_requested_) break;
+            if (queue_.empty()) {
+                if (steady_clock::now() >= quiet_end) break;
+                continue;  // the inbox is due
+            }
             more = take_group();
         }
         // Moving a Queued keeps its changes where they are, so the fold's
@@ -263,6 +274,7 @@ std::size_t CommitPipeline::hold_open(std::vector<Queued>& group, std::size_t wr
             written += net_.add(queued.batch);
             group.push_back(std::move(queued));
         }
+        last_batch = steady_clock::now();
     }
     return written;
 }

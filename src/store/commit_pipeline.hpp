@@ -139,9 +139,10 @@ private:
     /// While `group` holds admissions whose tasks are ready or running, keeps
     /// it open a little and folds into it what arrives meanwhile, so that a
     /// task admitted, started and ended in that time is one row
-    /// (docs/store.md, "Holding admissions open"). Returns the changes left in `group`,
-    /// folded, given those left when called.
-    std::size_t hold_open(std::vector<Queued>& group, std::size_t written, const LeadPace& pace);
+    /// (docs/store.md, "Holding admissions open"); looks at the inbox
+    /// meanwhile. Returns the changes left in `group`, folded, given those
+    /// left when called.
+    std::size_t hold_open(std::vector<Queued>& group, std::size_t written, LeadPace& pace);
     /// One transaction for `group`, already folded; adds the group's changes
     /// (as queued) to `changes`.
     Transaction make_transaction(std::uint64_t epoch, std::vector<Queued>& group, bool pruning, bool releasing,

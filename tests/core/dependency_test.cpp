@@ -43,6 +43,34 @@ struct EdgeCase {
 
 class EdgeTest : public ::testing::TestWithParam<EdgeCase> {};
 
+// "OnFailureAfterPermanent": the test's name and its printed parameter,
+// the same in every build (gtest's default prints the case's bytes,
+// padding included).
+std::string name_of(const EdgeCase& c) {
+    const auto kind = [](K k) -> std::string {
+        switch (k) {
+            case K::OnSuccess: return "OnSuccess";
+            case K::OnFailure: return "OnFailure";
+            case K::OnComplete: return "OnComplete";
+        }
+        return "Kind" + std::to_string(static_cast<int>(k));
+    };
+    const auto end = [](End e) -> std::string {
+        switch (e) {
+            case End::Success: return "Success";
+            case End::Permanent: return "Permanent";
+            case End::DeadLetter: return "DeadLetter";
+            case End::Cancel: return "Cancel";
+        }
+        return "End" + std::to_string(static_cast<int>(e));
+    };
+    return kind(c.kind) + "After" + end(c.parent);
+}
+
+void PrintTo(const EdgeCase& c, std::ostream* out) { *out << name_of(c) << (c.released ? " (released)" : " (skipped)"); }
+
+std::string edge_case_name(const ::testing::TestParamInfo<EdgeCase>& info) { return name_of(info.param); }
+
 // Every edge kind against every parent outcome, with the parent live when
 // the dependent is submitted and with the parent already retained.
 TEST_P(EdgeTest, ReleasedOrSkippedByTheParentsOutcome) {
@@ -80,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(AllOutcomes, EdgeTest,
                                            EdgeCase{K::OnComplete, End::Success, true},
                                            EdgeCase{K::OnComplete, End::Permanent, true},
                                            EdgeCase{K::OnComplete, End::DeadLetter, true},
-                                           EdgeCase{K::OnComplete, End::Cancel, true}));
+                                           EdgeCase{K::OnComplete, End::Cancel, true}),
+                         edge_case_name);
 
 TEST(DependencyTest, BlockedUntilEveryEdgeIsMet) {
     Harness h;

@@ -2,6 +2,7 @@
 // <mode> key=value...`): `leader` (conformance/leader_process.hpp) on a
 // SQLite file, with an optional file-size limit, `client`
 // (conformance/client_process.hpp), and `open`, which reports
+//   R                       ready (with `go=`): waiting for the parent's go
 //   O / F <kind> <message>  the store opened / failed to open
 #include "conformance/client_process.hpp"
 #include "conformance/leader_process.hpp"
@@ -35,13 +36,25 @@ int leader_mode(const ChildArgs& args) {
 }
 
 /// Tries to open `file` (as user `uid` when given and running as root, so
-/// that directory permissions apply) and reports the outcome.
+/// that directory permissions apply) and reports the outcome. With `go=<r>,<w>`
+/// (an inherited pipe's ends) it first closes `w` and waits for the end of
+/// `r`: the parent's closing its write end starts every child at once.
 int open_mode(const ChildArgs& args) {
     if (args.count("uid") && ::geteuid() == 0) {
         const auto id = static_cast<uid_t>(std::stoul(args.at("uid")));
         if (::setgid(id) != 0 || ::setuid(id) != 0) {
             report_line("F setuid failed");
             return 2;
+        }
+    }
+    if (args.count("go")) {
+        const std::string& go = args.at("go");
+        const std::size_t comma = go.find(',');
+        const int read_end = std::stoi(go.substr(0, comma));
+        ::close(std::stoi(go.substr(comma + 1)));
+        report_line("R");
+        char byte = 0;
+        while (::read(read_end, &byte, 1) > 0) {
         }
     }
     try {

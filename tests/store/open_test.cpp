@@ -9,7 +9,11 @@
 
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <thread>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 namespace cronoq::test::open_test {
 namespace {
@@ -204,6 +208,67 @@ TEST(SqliteOpen, ALockHeldPastTheLeaseIsBusy) {
         [&] { SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Full, 200ms, 24h}); });
     EXPECT_EQ(error.kind(), StoreErrorKind::Busy) << error.what();
     holder.exec("ROLLBACK");
+}
+
+// docs/store.md, "Schema (version 4)", Opening: switching a new file to WAL
+// mode while another connection writes it (the file still in rollback mode),
+// SQLite answers "database is locked" at once, without its busy wait; open
+// waits for the lock as a migration does.
+TEST(SqliteOpen, ANewFileAnotherProcessWritesIsSwitchedToWalOnceItLetsGo) {
+    ScratchDir dir;
+    RawDb holder(dir.file("s.db"));
+    holder.exec("BEGIN IMMEDIATE; CREATE TABLE pending (x)");
+    const auto since = std::chrono::steady_clock::now();
+    const StoreError error = store_error_of(
+        [&] { SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Full, 300ms, 24h}); });
+    EXPECT_EQ(error.kind(), StoreErrorKind::Busy) << error.what();
+    EXPECT_GE(std::chrono::steady_clock::now() - since, 300ms) << "refused at once: " << error.what();
+
+    // Let go while open waits: it opens, and makes the store.
+    std::thread writer([&] {
+        std::this_thread::sleep_for(100ms);
+        holder.exec("ROLLBACK");
+    });
+    std::shared_ptr<SqliteStore> store;
+    EXPECT_NO_THROW(store = SqliteStore::open(dir.file("s.db"), SqliteStoreConfig{Durability::Full, 10s, 24h}));
+    writer.join();
+    EXPECT_EQ(RawDb(dir.file("s.db")).query_int("PRAGMA user_version"), 4);
+}
+
+// docs/store.md, "Schema (version 4)", Opening: replicas started together
+// all open a new file. Only one of them creates the schema; the others wait
+// for it rather than fail with "database is locked".
+TEST(SqliteOpen, ProcessesOpeningANewFileAtOnceAllOpenIt) {
+    constexpr int rounds = 12;
+    constexpr int processes = 5;
+    ScratchDir dir;
+    for (int round = 0; round < rounds; ++round) {
+        const auto file = dir.file("s" + std::to_string(round) + ".db");
+        // Inherited (no O_CLOEXEC) by the children, which close their copies
+        // of the write end: the parent's close then ends every read at once.
+        int go[2];
+        ASSERT_EQ(::pipe(go), 0);
+        const std::string go_arg = "go=" + std::to_string(go[0]) + "," + std::to_string(go[1]);
+        std::vector<std::unique_ptr<Child>> children;
+        for (int i = 0; i < processes; ++i)
+            children.push_back(std::make_unique<Child>(std::vector<std::string>{"open", "file=" + file.string(), go_arg}));
+        ::close(go[0]);
+        for (auto& child : children) {
+            const auto ready = child->read_line();
+            ASSERT_EQ(ready.value_or("(none)"), "R");
+        }
+        ::close(go[1]);
+        for (auto& child : children) {
+            const auto line = child->read_line();
+            EXPECT_EQ(line.value_or("(none)"), "O") << "round " << round;
+            EXPECT_EQ(child->wait(), 0);
+        }
+        RawDb db(file);
+        EXPECT_EQ(db.query_int("PRAGMA user_version"), 4);
+        EXPECT_EQ(db.query_int("SELECT count(*) FROM meta WHERE name = 'next_task_id'"), 1);
+        EXPECT_EQ(db.query_int("SELECT count(*) FROM leader"), 1);
+        if (HasFailure()) break;
+    }
 }
 
 TEST(SqliteOpen, AFolderThatCannotBeWrittenIsAnIoError) {

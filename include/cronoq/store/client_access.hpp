@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cronoq::store {
@@ -65,7 +66,9 @@ public:
     /// leader of their pool's shard (`InboxEntry`). One result per row, in
     /// order. Two clients racing with one key get one task. Throws
     /// std::invalid_argument, inserting nothing, for a row of another status.
-    virtual std::vector<ClientSubmitted> submit(std::vector<TaskRow> rows) = 0;
+    std::vector<ClientSubmitted> submit(std::vector<TaskRow> rows) {
+        return submit_rows(std::move(rows), std::nullopt);
+    }
 
     /// `submit` of one row that retries the ended task `old` (a client's
     /// `retry`; docs/store.md, "Clients"): in the same transaction `old`
@@ -74,7 +77,11 @@ public:
     /// (then nothing is inserted and that task's id comes back: a retry
     /// of `old` committed first). The caller
     /// checked that `old` ended `Failed`, `DeadLettered` or `Cancelled`.
-    virtual ClientSubmitted retry(TaskId old, TaskRow row) = 0;
+    ClientSubmitted retry(TaskId old, TaskRow row) {
+        std::vector<TaskRow> one;
+        one.push_back(std::move(row));
+        return submit_rows(std::move(one), old).at(0);
+    }
 
     /// Commits a cancel request for the task's leader. True when the task
     /// exists and had not ended as committed; false (and nothing queued)
@@ -100,6 +107,10 @@ public:
     virtual std::unique_ptr<ChangeWatch> watch() = 0;
 
 protected:
+    /// `submit`, and `retry` when `old` is set: one write transaction for
+    /// both, so a backend resolves keys and hands ids out in one place.
+    virtual std::vector<ClientSubmitted> submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old) = 0;
+
     ClientAccess() = default;
     ClientAccess(const ClientAccess&) = delete;
     ClientAccess& operator=(const ClientAccess&) = delete;

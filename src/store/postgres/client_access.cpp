@@ -77,16 +77,6 @@ Connection& PostgresClientAccess::connection() const {
     return *connection_;
 }
 
-std::vector<ClientSubmitted> PostgresClientAccess::submit(std::vector<TaskRow> rows) {
-    return submit_rows(std::move(rows), std::nullopt);
-}
-
-ClientSubmitted PostgresClientAccess::retry(TaskId old, TaskRow row) {
-    std::vector<TaskRow> one;
-    one.push_back(std::move(row));
-    return submit_rows(std::move(one), old).at(0);
-}
-
 std::vector<ClientSubmitted> PostgresClientAccess::submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old) {
     check_client_rows(rows);
     const Names& n = names_;

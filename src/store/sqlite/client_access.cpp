@@ -47,16 +47,6 @@ Connection& SqliteClientAccess::connection() const {
     return *connection_;
 }
 
-std::vector<ClientSubmitted> SqliteClientAccess::submit(std::vector<TaskRow> rows) {
-    return submit_rows(std::move(rows), std::nullopt);
-}
-
-ClientSubmitted SqliteClientAccess::retry(TaskId old, TaskRow row) {
-    std::vector<TaskRow> one;
-    one.push_back(std::move(row));
-    return submit_rows(std::move(one), old).at(0);
-}
-
 std::vector<ClientSubmitted> SqliteClientAccess::submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old) {
     check_client_rows(rows);
     std::lock_guard lock(mutex_);

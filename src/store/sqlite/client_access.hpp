@@ -25,19 +25,18 @@ public:
     SqliteClientAccess(std::filesystem::path file, std::chrono::milliseconds busy);
     ~SqliteClientAccess() override;
 
-    std::vector<ClientSubmitted> submit(std::vector<TaskRow> rows) override;
-    ClientSubmitted retry(TaskId old, TaskRow row) override;
     bool cancel(const TaskRef& task) override;
     void set_paused(const std::string& pool, bool paused) override;
     std::vector<std::pair<TaskId, TaskStatus>> ended(const std::vector<TaskId>& ids) const override;
     std::vector<ShardConfig> configs() const override;
     std::unique_ptr<ChangeWatch> watch() override;
 
+protected:
+    std::vector<ClientSubmitted> submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old) override;
+
 private:
     /// Under mutex_.
     Connection& connection() const;
-    /// `submit`, `old` giving up its key first when there is one (`retry`).
-    std::vector<ClientSubmitted> submit_rows(std::vector<TaskRow> rows, std::optional<TaskId> old);
 
     const std::filesystem::path file_;
     const std::chrono::milliseconds busy_;

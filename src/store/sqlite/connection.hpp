@@ -35,6 +35,8 @@ public:
 
     sqlite3* get() const { return db_; }
     const std::filesystem::path& path() const { return path_; }
+    /// How long a statement waits for another connection's lock.
+    std::chrono::milliseconds busy() const { return std::chrono::milliseconds(busy_ms_); }
 
     /// Runs statements with no results (several, separated by ';').
     void exec(const char* sql);

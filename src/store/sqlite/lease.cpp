@@ -70,12 +70,8 @@ void check_and_renew(Connection& connection, const std::string& shard, std::uint
 
 bool apply_unless_led(Connection& connection, const Change& change, WallTime now) {
     WriteTransaction transaction(connection);
-    Statement shards(connection, "SELECT shard FROM leader");
-    std::vector<std::string> names;
-    while (shards.step()) names.push_back(shards.text(0));
-    shards.reset();
-    for (const std::string& shard : names)
-        if (!takeable(read_leader(connection, shard), now)) return false;
+    for (const ShardMap::Lease& lease : read_shard_map(connection, now).leases)
+        if (lease.lease.held) return false;
     ChangeWriter(connection, "default").apply(change);
     // A pool's pauses and resumes that clients committed earlier are
     // older than this word: the next leader must not apply them after it

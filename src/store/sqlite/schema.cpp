@@ -1,6 +1,9 @@
 #include "schema.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace cronoq::store::sqlite {
 
@@ -145,9 +148,27 @@ void recognise(Connection& connection) {
 
 void configure_writer(Connection& connection, Durability durability) {
     Statement journal(connection, "PRAGMA journal_mode=WAL");
-    if (!journal.step() || journal.text(0) != "wal")
-        throw StoreError(StoreErrorKind::Io, "cannot switch the store " + connection.path().string() +
-                                                 " to WAL mode (is it on a network filesystem?)");
+    // Switching a new file to WAL reads its header, then writes it. When
+    // another process takes the write lock in between (several processes
+    // opening one new file at once), SQLite answers SQLITE_BUSY at once,
+    // without waiting: waiting while holding the read lock could deadlock.
+    // Having let go, this process tries again until the busy wait is over;
+    // by then the other has usually switched the file, and there is
+    // nothing left to write (docs/store.md, "Schema (version 4)", Opening).
+    const auto give_up = std::chrono::steady_clock::now() + connection.busy();
+    auto pause = std::chrono::microseconds(250);
+    for (;;) {
+        try {
+            if (!journal.step() || journal.text(0) != "wal")
+                throw StoreError(StoreErrorKind::Io, "cannot switch the store " + connection.path().string() +
+                                                         " to WAL mode (is it on a network filesystem?)");
+            break;
+        } catch (const StoreError& error) {
+            if (error.kind() != StoreErrorKind::Busy || std::chrono::steady_clock::now() >= give_up) throw;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(8));
+    }
     journal.reset();
     connection.exec(durability == Durability::Full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
     // The WAL is checkpointed every 1000 pages on commit; after that it is
