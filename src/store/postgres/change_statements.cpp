@@ -2,7 +2,10 @@
 // a statement costs the server far more than writing one row, so the
 // inserts and transitions between two changes of another kind (a run) are
 // at most two statements over arrays (binary format, through unnest): one
-// INSERT, then one UPDATE.
+// INSERT, then one UPDATE. The arrays are unnested in the select list, not
+// in FROM: a function in FROM is materialised into a tuplestore first
+// (spilled to a temporary file past work_mem), in the select list its rows
+// stream into the table (docs/postgres.md, "What it costs").
 //
 // Within a run a task's changes fold into one row: a transition sets every
 // column it carries (an output it lacks is kept), so a transition of a task
@@ -237,9 +240,10 @@ void ChangeStatements::close_run() {
     if (inserts > 0) {
         std::string sql = "INSERT INTO " + names_.tasks;
         sql += " (id, key, pool, kind, status, attempt, last_error, submitted_at, updated_at, run_at, options, "
-               "payload, output, fair_key) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], "
-               "$5::text[], $6::int8[], $7::text[], $8::int8[], $9::int8[], $10::int8[], $11::text[], $12::bytea[], "
-               "$13::bytea[], $14::text[])";
+               "payload, output, fair_key) SELECT unnest($1::int8[]), unnest($2::text[]), unnest($3::text[]), "
+               "unnest($4::text[]), unnest($5::text[]), unnest($6::int8[]), unnest($7::text[]), unnest($8::int8[]), "
+               "unnest($9::int8[]), unnest($10::int8[]), unnest($11::text[]), unnest($12::bytea[]), "
+               "unnest($13::bytea[]), unnest($14::text[])";
         out_.push_back(Query{std::move(sql), params(in)});
     }
     if (updates > 0) {
@@ -256,8 +260,9 @@ void ChangeStatements::close_run() {
         std::string sql = "UPDATE " + names_.tasks;
         sql += " AS t SET status = v.status, attempt = v.attempt, last_error = v.last_error, "
                "updated_at = v.updated_at, run_at = v.run_at, output = coalesce(v.output, t.output) "
-               "FROM unnest($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::int8[], $7::bytea[]) "
-               "AS v(id, status, attempt, last_error, updated_at, run_at, output) WHERE t.id = v.id";
+               "FROM (SELECT unnest($1::int8[]) AS id, unnest($2::text[]) AS status, unnest($3::int8[]) AS attempt, "
+               "unnest($4::text[]) AS last_error, unnest($5::int8[]) AS updated_at, unnest($6::int8[]) AS run_at, "
+               "unnest($7::bytea[]) AS output) AS v WHERE t.id = v.id";
         out_.push_back(Query{std::move(sql), params(up)});
     }
     rows_.clear();

@@ -133,6 +133,17 @@ Statement& Statement::bind_blob(int index, std::string_view bytes) {
     return *this;
 }
 
+Statement& Statement::bind_unowned(int index, std::string_view text) {
+    sqlite3_bind_text64(statement_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+    return *this;
+}
+
+Statement& Statement::bind_blob_unowned(int index, std::string_view bytes) {
+    static const char empty = 0;
+    sqlite3_bind_blob64(statement_, index, bytes.empty() ? &empty : bytes.data(), bytes.size(), SQLITE_STATIC);
+    return *this;
+}
+
 Statement& Statement::bind_null(int index) {
     sqlite3_bind_null(statement_, index);
     return *this;

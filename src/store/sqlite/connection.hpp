@@ -71,6 +71,14 @@ public:
     Statement& bind(int index, const std::optional<T>& value) {
         return value ? bind(index, *value) : bind_null(index);
     }
+    /// Binds without SQLite's copy of the bytes, which must then stay where
+    /// they are until the statement is reset (`run()` right after).
+    Statement& bind_unowned(int index, std::string_view text);
+    template <class T>
+    Statement& bind_unowned(int index, const std::optional<T>& text) {
+        return text ? bind_unowned(index, std::string_view(*text)) : bind_null(index);
+    }
+    Statement& bind_blob_unowned(int index, std::string_view bytes);
 
     /// True while there is a row; throws StoreError on failure.
     bool step();

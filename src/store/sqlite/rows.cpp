@@ -106,20 +106,24 @@ void ChangeWriter::apply(const Change& change) {
     std::visit(
         [&](const auto& c) {
             using C = std::decay_t<decltype(c)>;
+            // A row's values are bound where they are, not copied (each copy
+            // an allocation and a free under SQLite's process-wide memory
+            // mutex): the change outlives the run() that follows.
             if constexpr (std::is_same_v<C, TaskInserted>) {
                 const TaskRow& r = c.row;
-                s.insert.bind(1, to_int64(r.id.value)).bind(2, r.key).bind(3, r.pool).bind(4, r.kind);
-                s.insert.bind(5, to_string(r.status)).bind(6, std::int64_t{r.attempt}).bind(7, r.last_error);
+                s.insert.bind(1, to_int64(r.id.value)).bind_unowned(2, r.key).bind_unowned(3, r.pool);
+                s.insert.bind_unowned(4, r.kind).bind_unowned(5, to_string(r.status));
+                s.insert.bind(6, std::int64_t{r.attempt}).bind_unowned(7, r.last_error);
                 s.insert.bind(8, to_stored(r.submitted_at)).bind(9, to_stored(r.updated_at));
-                s.insert.bind(10, optional_stored(r.run_at)).bind(11, r.options).bind_blob(12, r.payload);
-                if (r.output) s.insert.bind_blob(13, *r.output);
-                s.insert.bind(14, r.fair_key);
+                s.insert.bind(10, optional_stored(r.run_at)).bind_unowned(11, r.options).bind_blob_unowned(12, r.payload);
+                if (r.output) s.insert.bind_blob_unowned(13, *r.output);
+                s.insert.bind_unowned(14, r.fair_key);
                 s.insert.run();
             } else if constexpr (std::is_same_v<C, TaskTransition>) {
-                s.transition.bind(1, to_int64(c.id.value)).bind(2, to_string(c.status));
-                s.transition.bind(3, std::int64_t{c.attempt}).bind(4, c.last_error).bind(5, to_stored(c.updated_at));
-                s.transition.bind(6, optional_stored(c.run_at));
-                if (c.output) s.transition.bind_blob(7, *c.output);
+                s.transition.bind(1, to_int64(c.id.value)).bind_unowned(2, to_string(c.status));
+                s.transition.bind(3, std::int64_t{c.attempt}).bind_unowned(4, c.last_error);
+                s.transition.bind(5, to_stored(c.updated_at)).bind(6, optional_stored(c.run_at));
+                if (c.output) s.transition.bind_blob_unowned(7, *c.output);
                 s.transition.run();
             } else if constexpr (std::is_same_v<C, TaskKeyReleased>) {
                 s.release_key.bind(1, to_int64(c.id.value)).run();

@@ -174,6 +174,11 @@ void configure_writer(Connection& connection, Durability durability) {
     // The WAL is checkpointed every 1000 pages on commit; after that it is
     // truncated back to this size, so a burst does not leave a large file.
     connection.exec("PRAGMA wal_autocheckpoint=1000; PRAGMA journal_size_limit=8388608");
+    // A commit moving on tasks of earlier commits touches more pages than
+    // the default cache (2 MiB) holds, and reads them again within the
+    // transaction. The cache grows only as pages are used (docs/store.md,
+    // "Writing a commit (SQLite)").
+    connection.exec("PRAGMA cache_size=-32768");
 }
 
 void migrate(Connection& connection) {
