@@ -16,11 +16,11 @@ bool ShardKeys::others() {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mu_);
     if (read_at_ && now - *read_at_ < refresh) return others_;
+    read_at_ = now;  // a store that cannot be read is asked (and logged) once per `refresh` too
     try {
         bool found = false;
         for (const auto& lease : store_->journal().read_shards().leases) found = found || lease.shard != shard_;
         others_ = found;
-        read_at_ = now;
     } catch (const std::exception& e) {
         logger()->warn("shard \"{}\": cannot read the shards of the store: {}", shard_, e.what());
     }
