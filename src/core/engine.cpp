@@ -195,6 +195,16 @@ bool Engine::cancel(TaskId task, Time now) {
     return true;
 }
 
+bool Engine::skip_blocked(TaskId task, std::string reason, Time now) {
+    State& s = *s_;
+    s.run_due_timers(now);
+    const auto found = s.tasks.live_slot(task);
+    const bool blocked = found && s.tasks[*found].status == TaskStatus::Blocked;
+    if (blocked) s.life.finish(*found, TaskStatus::Skipped, std::move(reason), now);
+    s.settle(now);
+    return blocked;
+}
+
 void Engine::set_capacity(PoolId pool, std::size_t capacity, Time now) {
     PoolState& p = s_->pools.at(pool);
     if (p.config.remote) return;  // its workers' granted slots are its capacity

@@ -9,13 +9,36 @@
 #include "task_options.hpp"
 
 #include <asio/use_awaitable.hpp>
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 namespace cronoq::detail {
 
+namespace {
+
+// Passes a group's results on, noting the new tasks to skip at once.
+class SkipsNoted final : public Submissions {
+public:
+    explicit SkipsNoted(Submissions& inner) : inner_(inner) {}
+    std::size_t size() const override { return inner_.size(); }
+    Submission& at(std::size_t i) override { return inner_.at(i); }
+    void result(std::size_t i, Admitted&& r) override {
+        if (r && inner_.at(i).skip) skips.emplace_back(r.value()->id(), *inner_.at(i).skip);
+        inner_.result(i, std::move(r));
+    }
+    std::vector<std::pair<TaskId, std::string>> skips;
+
+private:
+    Submissions& inner_;
+};
+
+}  // namespace
+
 SchedulerCore::State::State(asio::any_io_executor ex, SchedulerOptions opts)
     : executor(std::move(ex)), options(std::move(opts)), clock(options.clock ? options.clock : Clock::steady()),
       engine(options.engine), durable(options.store ? std::make_unique<DurableLink>(options.store) : nullptr),
+      shard_keys(options.store ? std::make_unique<ShardKeys>(options.store, options.shard, options.engine.retention)
+                               : nullptr),
       encoder(pools, *clock, options.store != nullptr, options.codec,
               options.store ? options.store->journal().max_value_bytes() : 0),
       admission(pools, *clock, encoder, self, durable.get()), launcher(clock->make_timer(executor)) {
@@ -34,7 +57,60 @@ void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time 
             group.result(i, {SubmitError::ShuttingDown, "the scheduler is shutting down"});
         return;
     }
-    admission.admit(held(), engine, group, mode, now);
+    // A task to skip at once (look_across_shards) is rare: only then are
+    // the results looked at on their way.
+    bool skips = false;
+    if (shard_keys && mode != AdmitMode::Restoring)
+        for (std::size_t i = 0; i < group.size() && !skips; ++i) skips = group.at(i).skip.has_value();
+    if (!skips) return admission.admit(held(), engine, group, mode, now);
+    SkipsNoted noted(group);
+    admission.admit(held(), engine, noted, mode, now);
+    for (auto& [id, why] : noted.skips) engine.skip_blocked(id, std::move(why), now);
+}
+
+void SchedulerCore::State::look_across_shards(Submission& s) {
+    const TaskRequest& r = s.request;
+    if (!shard_keys || s.refused) return;
+    const bool keyed_deps = std::any_of(r.depends_on.begin(), r.depends_on.end(), [](const Dep& d) { return d.ref.key; });
+    if (!r.key && !keyed_deps) return;
+    if (!shard_keys->others()) return;  // a store of one shard: the engine knows every key
+    // Keys the engine knows are its own shard's: the store is read for the others only.
+    bool own_key = false, awaits = false;
+    std::string pool;
+    std::vector<std::string> unknown;
+    {
+        Read read(*this);
+        own_key = r.key && engine.find_key(*r.key);
+        for (const Dep& d : r.depends_on)
+            if (d.ref.key && !engine.find_key(*d.ref.key)) unknown.push_back(*d.ref.key);
+        const auto id = r.pool ? engine.find_pool(*r.pool) : std::optional<core::PoolId>(0);
+        if (!id) return;  // the engine refuses it
+        const core::PoolConfig& config = pools[*id].def.engine;
+        pool = config.name;
+        awaits = config.unknown_dependency.awaits();
+    }
+    const auto held_by = [&](const std::string& key, const ShardKeys::Holder& h) {
+        return "the key \"" + key + "\" is held by task " + std::to_string(h.id.value) + " of pool \"" + h.pool +
+               "\" of shard \"" + h.shard + "\", but this task's pool \"" + pool + "\" is of shard \"" +
+               shard_keys->shard() + "\"";
+    };
+    if (r.key && !own_key)
+        if (const auto h = shard_keys->holder(*r.key)) {
+            s.refused.emplace(SubmitError::Invalid,
+                              held_by(*r.key, *h) + ": a leader's handles follow its own shard's tasks (a Client's "
+                                                    "submission gives that task)");
+            return;
+        }
+    if (own_key) return;  // the engine gives the key's holder: nothing new to skip
+    for (const std::string& key : unknown)
+        if (const auto h = shard_keys->holder(key)) {
+            std::string why = "dependency " + held_by(key, *h) + ": dependencies stay within one shard";
+            if (!awaits) {
+                s.refused.emplace(SubmitError::Invalid, std::move(why));
+                return;
+            }
+            if (!s.skip) s.skip = std::move(why);
+        }
 }
 
 void SchedulerCore::State::set_engine_modes() {

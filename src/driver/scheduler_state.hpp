@@ -40,6 +40,7 @@
 #include "recurring.hpp"
 #include "recurring_table.hpp"
 #include "remote_bridge.hpp"
+#include "shard_keys.hpp"
 #include "shutdown.hpp"
 #include "step_pipeline.hpp"
 #include "timers.hpp"
@@ -98,6 +99,8 @@ struct SchedulerCore::State {
     Pools pools;  // fixed after build, but each pool's waiting submitters
     // The store (docs/guide/durability.md); null without one.
     const std::unique_ptr<DurableLink> durable;
+    // Keys held by other shards' tasks (shard_keys.hpp); null without a store.
+    const std::unique_ptr<ShardKeys> shard_keys;
     Encoder encoder;
     // Makes task records and admits them; reached with an EngineHeld.
     Admission admission;
@@ -175,6 +178,10 @@ struct SchedulerCore::State {
     /// caller's Actions::apply(now). Refused while shutting down (but a recovery).
     void admit(Submissions& group, AdmitMode mode, core::Time now) CRONOQ_REQUIRES(mu);
     std::optional<TaskId> resolve(const TaskRef& ref) const CRONOQ_REQUIRES(mu);
+    /// No mutex: before an in-process submission is admitted, refuses it
+    /// or marks it to skip when its key or a key it depends on is held by a
+    /// task of another shard (docs/store.md, "Keys across shards").
+    void look_across_shards(Submission& s) CRONOQ_EXCLUDES(mu);
     /// Admits `r` as a new task in place of the ended task `old`
     /// (`Scheduler::retry`): the key moves to it (docs/guide/durability.md).
     /// Throws SubmitException when it cannot be admitted.

@@ -39,6 +39,9 @@ struct Submission {
     /// AdmitMode::Restoring: the stored row it comes back from;
     /// AdmitMode::Ingesting: the row a client committed (its id is the task's).
     const store::TaskRow* row = nullptr;
+    /// Why the new task ends Skipped as soon as it is admitted: a key it
+    /// awaits is held by a task of another shard (shard_keys.hpp).
+    std::optional<std::string> skip;
 
     /// Has `encoder` make the bytes, if they are needed; `refused` on failure.
     void encode_with(const Encoder& encoder) {

@@ -43,4 +43,22 @@ inline std::string owned_pool_sql(const std::string& pool_column, const std::str
            " NOT IN (SELECT pool FROM " + shard_pools_table + "))))";
 }
 
+/// Why a shard may not give up its claim of `pool` (docs/store.md,
+/// "Shards"): it claimed the pool, no longer declares it, and the store
+/// still holds unfinished tasks of it, which no leader would run then.
+inline std::string kept_pool_conflict(const std::string& shard, const std::string& pool) {
+    return "shard \"" + shard + "\" no longer declares pool \"" + pool +
+           "\", but the store holds unfinished tasks of it that only shard \"" + shard +
+           "\" runs: declare the pool until they ended (or cancel them)";
+}
+
+/// Why `shard` may not claim `pool` yet (docs/store.md, "Shards"): no
+/// shard claimed it, the "default" shard's leader leads now and takes its
+/// tasks, and the store holds unfinished ones, which both would then run.
+inline std::string unclaimed_pool_conflict(const std::string& shard, const std::string& pool) {
+    return "pool \"" + pool + "\" is declared by shard \"" + shard +
+           "\", but the store holds unfinished tasks of it that clients submitted while no shard declared it, "
+           "which the leader of shard \"default\" takes now: open again once they ended";
+}
+
 }  // namespace cronoq::store

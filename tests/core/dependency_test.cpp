@@ -205,6 +205,26 @@ TEST(DependencyTest, AnAwaitedKeyThatNeverComesEndsSkipped) {
     EXPECT_EQ(h.engine.live_tasks(), 1u);
 }
 
+TEST(DependencyTest, ABlockedTaskSkippedByItsOwnerEndsSkippedWithItsDependentsAndAwaitsNothing) {
+    Harness h;
+    const PoolId pool = h.add_pool(PoolConfig{.name = "p", .capacity = 1, .unknown_dependency = UnknownDependency::Await{30s}});
+    TaskSpec awaiting = after(pool, Dep::on_success("elsewhere"));
+    awaiting.key = "mid";
+    const TaskId child = h.submit(awaiting, t0);
+    const TaskId grandchild = h.submit(after(pool, Dep::on_success("mid")), t0);
+    EXPECT_TRUE(h.skip_blocked(child, "held by another shard", t0 + 1s));
+    EXPECT_EQ(h.engine.status(child), S::Skipped);
+    EXPECT_EQ(h.statuses_of(child).back().message, "held by another shard");
+    EXPECT_EQ(h.engine.status(grandchild), S::Skipped);
+    EXPECT_FALSE(h.skip_blocked(child, "again", t0 + 2s)) << "a terminal task is not Blocked";
+    // Its await timer finds nothing to do; a task with the key later runs.
+    h.tick(t0 + 31s);
+    const TaskId late = h.submit(keyed(pool, "elsewhere"), t0 + 32s);
+    EXPECT_EQ(h.engine.status(late), S::Running);
+    EXPECT_FALSE(h.skip_blocked(late, "not blocked", t0 + 33s));
+    EXPECT_EQ(h.engine.status(late), S::Running);
+}
+
 TEST(DependencyTest, SelfAndAwaitedCyclesAreRejected) {
     Harness h;
     const PoolId pool = h.add_pool(PoolConfig{.name = "p", .capacity = 1, .unknown_dependency = UnknownDependency::Await{60s}});

@@ -75,6 +75,11 @@ public:
         collect();
         return ok;
     }
+    bool skip_blocked(TaskId task, std::string reason, Time now) {
+        const bool ok = engine.skip_blocked(task, std::move(reason), now);
+        collect();
+        return ok;
+    }
     void set_capacity(PoolId pool, std::size_t capacity, Time now) {
         engine.set_capacity(pool, capacity, now);
         collect();

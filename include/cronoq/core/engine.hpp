@@ -195,6 +195,12 @@ public:
     /// `Cancelled` at once; a running one is aborted (`Abort{Cancelled}`)
     /// and ends `Cancelled`. False if unknown or already terminal.
     bool cancel(TaskId task, Time now);
+    /// Ends a `Blocked` task `Skipped` with `reason`, as if one of its edges
+    /// broke: the driver learned that an edge can never be met here (a key
+    /// it awaits is held by a task of another shard: docs/guide/replicas.md,
+    /// "Shards"). Its dependents are skipped in the same call. False if the
+    /// task is unknown or not `Blocked`.
+    bool skip_blocked(TaskId task, std::string reason, Time now);
 
     /// Sets a pool's concurrency. Lowering it never aborts a running
     /// attempt: surplus slots retire as attempts end. Does nothing for a

@@ -6,6 +6,9 @@
 #include "../shard_ranges.hpp"
 #include "../stored_values.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace cronoq::store::postgres {
 
 void ensure_leader_row(Connection& c, const Names& n, const std::string& shard) {
@@ -40,21 +43,39 @@ ShardMap read_shard_map(Connection& c, const Names& n) {
 std::string claim_pools(Connection& c, const Names& n, const std::string& shard, const std::vector<std::string>& pools) {
     // Two shards claiming at once take turns: the second sees the first's claims.
     c.exec("LOCK TABLE " + n.shard_pools + " IN SHARE ROW EXCLUSIVE MODE");
+    const std::string leads_sql =
+        "COALESCE((SELECT holder IS NOT NULL AND expires_at > now() AND backend_pid IN (SELECT pid FROM "
+        "pg_stat_activity) FROM " + n.leader + " WHERE shard = $1), false)";
+    const std::string unfinished_sql =
+        "EXISTS (SELECT 1 FROM " + n.tasks + " WHERE pool = $2 AND status NOT IN " + terminal_status_list() + ")";
+    const auto state = [&](const std::string& other, const std::string& pool) {
+        Result r = c.exec("SELECT " + leads_sql + ", " + unfinished_sql, {Param(other), Param(pool)});
+        return std::pair{r.boolean(0, 0), r.boolean(0, 1)};
+    };
     for (const std::string& pool : pools) {
         Result owner = c.exec("SELECT shard FROM " + n.shard_pools + " WHERE pool = $1", {Param(pool)});
-        if (owner.rows() == 0) continue;
+        if (owner.rows() == 0) {
+            // Unclaimed: the "default" leader takes its tasks until now.
+            if (shard == "default") continue;
+            if (const auto [leads, holds] = state("default", pool); leads && holds)
+                return unclaimed_pool_conflict(shard, pool);
+            continue;
+        }
         const std::string other = owner.text(0, 0);
         if (other == shard) continue;
-        Result state = c.exec(
-            "SELECT COALESCE((SELECT holder IS NOT NULL AND expires_at > now() AND backend_pid IN (SELECT pid FROM "
-            "pg_stat_activity) FROM " + n.leader + " WHERE shard = $1), false), EXISTS (SELECT 1 FROM " + n.tasks +
-                " WHERE pool = $2 AND status NOT IN " + terminal_status_list() + ")",
-            {Param(other), Param(pool)});
-        const bool leads = state.boolean(0, 0), holds = state.boolean(0, 1);
+        const auto [leads, holds] = state(other, pool);
         if (leads || holds)
             return "pool \"" + pool + "\" is declared by shard \"" + shard + "\" and by shard \"" + other + "\"" +
                    (holds ? ", which holds unfinished tasks of it (moving a pool to another shard needs it drained)"
                           : ", which leads now");
+    }
+    // A pool this shard no longer declares stays its own while it has work
+    // (the "default" shard ends such tasks itself, as a store of one shard did).
+    Result claimed = c.exec("SELECT pool FROM " + n.shard_pools + " WHERE shard = $1 ORDER BY pool", {Param(shard)});
+    for (int i = 0; i < claimed.rows(); ++i) {
+        const std::string pool = claimed.text(i, 0);
+        if (shard == "default" || std::find(pools.begin(), pools.end(), pool) != pools.end()) continue;
+        if (state(shard, pool).second) return kept_pool_conflict(shard, pool);
     }
     c.exec("DELETE FROM " + n.shard_pools + " WHERE shard = $1", {Param(shard)});
     for (const std::string& pool : pools)

@@ -4,6 +4,7 @@
 #include "../shard_ranges.hpp"
 #include "../stored_values.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace cronoq::store::sqlite {
@@ -110,23 +111,40 @@ std::string claim_pools(Connection& connection, const std::string& shard, const 
         ")";
     Statement owner(connection, "SELECT shard FROM shard_pools WHERE pool = ?1");
     Statement unfinished(connection, unfinished_sql.c_str());
+    const auto holds_unfinished = [&](const std::string& pool) {
+        unfinished.bind(1, pool).step();
+        const bool holds = unfinished.int64(0) != 0;
+        unfinished.reset();
+        return holds;
+    };
     for (const std::string& pool : pools) {
         if (!owner.bind(1, pool).step()) {
             owner.reset();
+            // Unclaimed: the "default" leader takes its tasks until now.
+            if (shard != "default" && !takeable(read_leader(connection, "default"), now) && holds_unfinished(pool))
+                return unclaimed_pool_conflict(shard, pool);
             continue;
         }
         const std::string other = owner.text(0);
         owner.reset();
         if (other == shard) continue;
         const bool leads = !takeable(read_leader(connection, other), now);
-        unfinished.bind(1, pool).step();
-        const bool holds = unfinished.int64(0) != 0;
-        unfinished.reset();
+        const bool holds = holds_unfinished(pool);
         if (leads || holds)
             return "pool \"" + pool + "\" is declared by shard \"" + shard + "\" and by shard \"" + other + "\"" +
                    (holds ? ", which holds unfinished tasks of it (moving a pool to another shard needs it drained)"
                           : ", which leads now");
     }
+    // A pool this shard no longer declares stays its own while it has work
+    // (the "default" shard ends such tasks itself, as a store of one shard did).
+    std::vector<std::string> claimed;
+    Statement mine(connection, "SELECT pool FROM shard_pools WHERE shard = ?1 ORDER BY pool");
+    mine.bind(1, shard);
+    while (mine.step()) claimed.push_back(mine.text(0));
+    for (const std::string& pool : claimed)
+        if (shard != "default" && std::find(pools.begin(), pools.end(), pool) == pools.end() &&
+            holds_unfinished(pool))
+            return kept_pool_conflict(shard, pool);
     Statement drop(connection, "DELETE FROM shard_pools WHERE shard = ?1");
     drop.bind(1, shard).run();
     Statement claim(connection, "INSERT INTO shard_pools (pool, shard) VALUES (?1, ?2) "

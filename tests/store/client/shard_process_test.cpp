@@ -3,7 +3,9 @@
 // submitting to both and finding, querying and cancelling across them;
 // dependencies and batches across shards refused naming both; one shard's
 // leader SIGKILLed and replaced while the other goes on; a pool declared by
-// two shards refused at open.
+// two shards refused at open; a shard restarted without a pool that still
+// has tasks refused at open; keys and awaited keys of another shard's tasks
+// seen by a leader's own submissions.
 #include "client_support.hpp"
 
 #include <cronoq/cronoq.hpp>
@@ -148,6 +150,89 @@ TEST_P(ShardProcesses, APoolDeclaredByTwoShardsIsRefusedAtOpenNamingBoth) {
     EXPECT_FALSE(lease_of(*store.open(), "b").second);
     auto client = test::TestClient::open(store.open());
     EXPECT_EQ(*client.submit(to("pa", "still")).get(), "still@a");
+}
+
+TEST_P(ShardProcesses, ALeadersOwnSubmissionsSeeKeysHeldByTasksOfAnotherShard) {
+    test::TestStore store(GetParam());
+    store.open().reset();
+    test::Child b({"shard-leader", store.location(), "b", "pb"});
+    ASSERT_EQ(b.read_line(), "L");
+    auto client = test::TestClient::open(store.open());
+    auto held = client.submit(to("pb", "held"));
+    auto awaited = client.submit(to("pb", "awaited"));
+    EXPECT_EQ(*held.get(), "held@b");
+    EXPECT_EQ(*awaited.get(), "awaited@b");
+    auto sched = test::Durable::builder()
+                     .shard("a")
+                     .pool(test::identity_pool("pa").unknown_dependency(UnknownDependency::Await{30s}))
+                     .store(store.open())
+                     .open();
+    // A key is unique store-wide: shard b's task holds "held", so the
+    // leader of shard a makes no second task of it.
+    auto again = sched.try_submit(Task<std::string>("again").pool("pa").key("held"));
+    if (again) {
+        ADD_FAILURE() << "a key held by shard b's task made a second task in shard a";
+    } else {
+        EXPECT_EQ(again.error(), SubmitError::Invalid);
+        for (const std::string& name : {"task " + std::to_string(held.id().value), std::string("shard \"a\""),
+                                        std::string("shard \"b\"")})
+            EXPECT_NE(again.message().find(name), std::string::npos) << again.message();
+        EXPECT_FALSE(sched.find(TaskRef("again"))) << "the refused submission left a task";
+    }
+    // A dependency awaiting that key can never be met in shard a: Skipped
+    // at once (not at the end of the Await timeout), naming both shards.
+    auto child = sched.submit(Task<std::string>("child").pool("pa").depends_on(Dep::on_success(TaskRef("awaited"))));
+    try {
+        child.get();
+        ADD_FAILURE() << "a task that depends on shard b's task ran in shard a";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Skipped) << e.what();
+        EXPECT_NE(e.message().find("shard \"a\""), std::string::npos) << e.message();
+        EXPECT_NE(e.message().find("shard \"b\""), std::string::npos) << e.message();
+    }
+    // Keys of its own shard and keys nobody holds go on as before.
+    auto own = sched.submit(Task<std::string>("own").pool("pa").key("own"));
+    EXPECT_EQ(sched.try_submit(Task<std::string>("own-again").pool("pa").key("own")).value().id(), own.id());
+    auto waits = sched.submit(Task<std::string>("waits").pool("pa").depends_on(Dep::on_success(TaskRef("later"))));
+    EXPECT_EQ(waits.status(), TaskStatus::Blocked);
+    auto later = sched.submit(Task<std::string>("later").pool("pa").key("later"));
+    EXPECT_EQ(*later.get(), "later");
+    EXPECT_EQ(*waits.get(), "waits");
+    sched.shutdown(0s);
+}
+
+TEST_P(ShardProcesses, ALeaderRestartedWithoutAPoolThatStillHasTasksIsRefusedAtOpenNamingIt) {
+    test::TestStore store(GetParam());
+    {
+        auto sched = test::Durable::builder()
+                         .shard("a")
+                         .pool(test::identity_pool("pa"))
+                         .pool(test::identity_pool("pq"))
+                         .store(store.open())
+                         .open();
+        sched.submit(Task<std::string>("later").pool("pq").key("later").start_in(1h));
+        sched.shutdown(0s);
+    }
+    try {
+        auto sched = test::Durable::builder().shard("a").pool(test::identity_pool("pa")).store(store.open()).open();
+        ADD_FAILURE() << "shard a gave up pool pq while it held an unfinished task";
+        sched.shutdown(0s);
+    } catch (const ConfigError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("pool \"pq\""), std::string::npos) << what;
+        EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
+    }
+    // Declared again, the pool's task is still there to run.
+    auto sched = test::Durable::builder()
+                     .shard("a")
+                     .pool(test::identity_pool("pa"))
+                     .pool(test::identity_pool("pq"))
+                     .store(store.open())
+                     .open();
+    const auto task = sched.find(TaskRef("later"));
+    ASSERT_TRUE(task);
+    EXPECT_EQ(task->status(), TaskStatus::Scheduled);
+    sched.shutdown(0s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ShardProcesses, ::testing::ValuesIn(test::tested_backends()), test::BackendName());

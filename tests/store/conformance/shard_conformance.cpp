@@ -182,5 +182,86 @@ TEST_P(Shards, APoolOfAnotherShardThatLeadsOrHoldsItsUnfinishedTasksIsRefusedNam
     EXPECT_EQ(map.pools, (std::vector<std::pair<std::string, std::string>>{{"p", "b"}, {"q", "a"}}));
 }
 
+TEST_P(Shards, AShardRestartedWithoutAPoolThatHoldsUnfinishedTasksIsRefusedNamingThePool) {
+    {
+        ShardLeader a(site(), "a", {"p", "q"});
+        a.commit(Batch{{store::TaskInserted{row_in(1 + store::shard_id_range, "q")}}});
+    }
+    {
+        // Giving "q" up would hand its unfinished task to "default", which
+        // does not run it: refused, nothing claimed or read.
+        ShardLeader a(site(), "a", {"p"});
+        const std::string& why = a.recovered().pool_conflict;
+        EXPECT_NE(why.find("pool \"q\""), std::string::npos) << why;
+        EXPECT_NE(why.find("shard \"a\""), std::string::npos) << why;
+        EXPECT_TRUE(a.recovered().tasks.empty()) << "a refused shard read tasks";
+    }
+    EXPECT_EQ(site().open()->journal().read_shards().pools,
+              (std::vector<std::pair<std::string, std::string>>{{"p", "a"}, {"q", "a"}}));
+    {
+        ShardLeader a(site(), "a", {"p", "q"});
+        ASSERT_TRUE(a.recovered().pool_conflict.empty()) << a.recovered().pool_conflict;
+        store::TaskTransition done{TaskId{1 + store::shard_id_range}, TaskStatus::Succeeded, 1, "",
+                                   std::chrono::system_clock::now(), std::nullopt, std::nullopt};
+        a.commit(Batch{{done}});
+    }
+    {
+        // Drained: the pool is given up.
+        ShardLeader a(site(), "a", {"p"});
+        EXPECT_TRUE(a.recovered().pool_conflict.empty()) << a.recovered().pool_conflict;
+        EXPECT_EQ(a.store->journal().read_shards().pools,
+                  (std::vector<std::pair<std::string, std::string>>{{"p", "a"}}));
+    }
+    // The "default" shard keeps the tasks of a pool it gave up (and its
+    // scheduler ends them, as with one shard): no refusal.
+    {
+        ShardLeader d(site(), "default", {"pd", "pq"});
+        d.commit(Batch{{store::TaskInserted{row_in(1, "pq")}}});
+    }
+    ShardLeader d(site(), "default", {"pd"});
+    EXPECT_TRUE(d.recovered().pool_conflict.empty()) << d.recovered().pool_conflict;
+    const auto ids = ids_of(d.recovered().tasks);
+    EXPECT_NE(std::find(ids.begin(), ids.end(), 1u), ids.end()) << "the default shard's task of pool pq did not come back";
+}
+
+TEST_P(Shards, AShardClaimingAPoolWhoseClientTasksTheDefaultLeaderTakesIsRefusedUntilTheyEnded) {
+    const auto client = site().open();
+    std::vector<store::TaskRow> rows{row_in(0, "p")};
+    const TaskId queued = client->client_access().submit(std::move(rows)).at(0).id;
+    {
+        // No "default" leader: shard x claims the pool and takes the task.
+        ShardLeader x(site(), "x", {"p"});
+        ASSERT_TRUE(x.recovered().pool_conflict.empty()) << x.recovered().pool_conflict;
+        ASSERT_EQ(x.recovered().inbox.size(), 1u);
+        EXPECT_EQ(x.recovered().inbox[0].task, queued);
+        store::TaskTransition cancelled{queued, TaskStatus::Cancelled, 0, "",
+                                        std::chrono::system_clock::now(), std::nullopt, std::nullopt};
+        x.commit(Batch{{cancelled, store::InboxTaken{{x.recovered().inbox[0].seq}}}});
+    }
+    { ShardLeader x(site(), "x", {"other"}); }  // drained: x gives "p" up
+    // "p" is nobody's now. The "default" leader takes a new client task of it...
+    ShardLeader d(site(), "default", {"pd"});
+    std::vector<store::TaskRow> more{row_in(0, "p")};
+    const TaskId stray = client->client_access().submit(std::move(more)).at(0).id;
+    EXPECT_EQ(inbox_ids(*d.store), std::vector<std::uint64_t>{stray.value});
+    {
+        // ...so a shard that claimed it now would take it too.
+        ShardLeader x(site(), "x", {"p"});
+        const std::string& why = x.recovered().pool_conflict;
+        EXPECT_NE(why.find("pool \"p\""), std::string::npos) << why;
+        EXPECT_NE(why.find("shard \"x\""), std::string::npos) << why;
+        EXPECT_NE(why.find("shard \"default\""), std::string::npos) << why;
+        EXPECT_TRUE(x.recovered().inbox.empty()) << "a refused shard took an entry";
+    }
+    EXPECT_EQ(inbox_ids(*d.store), std::vector<std::uint64_t>{stray.value}) << "the refused claim moved the entry";
+    // The "default" leader ends it (an unknown pool): then the pool may be claimed.
+    store::TaskTransition failed{stray, TaskStatus::Failed, 0, "no pool named \"p\"",
+                                 std::chrono::system_clock::now(), std::nullopt, std::nullopt};
+    d.commit(Batch{{failed, store::InboxTaken{{d.store->journal().read_inbox(10).at(0).seq}}}});
+    ShardLeader x(site(), "x", {"p"});
+    EXPECT_TRUE(x.recovered().pool_conflict.empty()) << x.recovered().pool_conflict;
+    EXPECT_TRUE(x.recovered().inbox.empty());
+}
+
 }  // namespace
 }  // namespace cronoq::test
