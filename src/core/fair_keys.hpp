@@ -14,7 +14,6 @@
 #include "prefetch.hpp"
 #include "runtime/large_allocator.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -159,12 +158,6 @@ private:
         --size_;
     }
     void rehash(std::size_t count) {
-        // A table of a megabyte or more takes a whole huge page: its
-        // lookups land anywhere in it, and on small pages nearly each one
-        // also misses the TLB, a page walk that no prefetch hides (under a
-        // hypervisor, a walk of two page tables).
-        if (count * sizeof(Bucket) >= huge_page_bytes / 2)
-            count = std::max(count, huge_page_bytes / sizeof(Bucket));
         std::vector<Bucket, LargeAllocator<Bucket>> old(count);
         old.swap(buckets_);
         mask_ = count - 1;
@@ -176,7 +169,7 @@ private:
         }
     }
 
-    std::vector<Bucket, LargeAllocator<Bucket>> buckets_;
+    std::vector<Bucket, LargeAllocator<Bucket>> buckets_;  // from a line on (a huge page past 2 MiB)
     std::size_t mask_ = 0;
     std::size_t size_ = 0;
     std::vector<std::string> names_;    // by id; empty once released

@@ -1,8 +1,7 @@
 // The interned fair key names of an engine (src/core/fair_keys.hpp): one id
 // per name whatever its length (inline in its bucket or not, any number of
 // 8-byte steps of the hash), the same id by the hash a submission took
-// ahead, ids reused once released, and tables past the size that takes a
-// huge page.
+// ahead, ids reused once released, and a table past 2 MiB.
 #include "core/fair_keys.hpp"
 
 #include <gtest/gtest.h>
@@ -48,7 +47,7 @@ TEST(FairKeyNames, TheEmptyNameIsIdZeroAndNeverHeld) {
     EXPECT_EQ(names.size(), 0u);
 }
 
-// 40 000 names take the table past a megabyte (a huge page's block) twice.
+// 40 000 names grow the table past 2 MiB (a block of huge pages).
 TEST(FairKeyNames, ManyNamesAreFoundReleasedAndTheirIdsReused) {
     FairKeyNames names;
     constexpr int count = 40000;
