@@ -57,7 +57,7 @@ public:
     void prefetch(std::uint64_t h) const { detail::prefetch(&buckets_[h & mask_]); }
 
     /// The id of `name`, held once more.
-    FairKeyId hold(std::string_view name) { return hold(name, hash(name)); }
+    FairKeyId hold(std::string_view name) { return name.empty() ? 0 : hold(name, hash(name)); }
     /// The same, `h` being hash(name).
     FairKeyId hold(std::string_view name, std::uint64_t h) {
         if (name.empty()) return 0;
