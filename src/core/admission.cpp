@@ -65,7 +65,14 @@ std::optional<Rejection> Admission::check(Batch& batch, Time now) {
 }
 
 std::vector<TaskId> Admission::place(Batch& batch, Time now) {
-    for (std::size_t i : batch.order) place_one(batch, i, now);
+    // Each key's name bucket starts loading one placement ahead
+    // (docs/design.md#fair-sharing, "Cost").
+    std::optional<std::uint64_t> next = prefetch_fair_key(batch, 0);
+    for (std::size_t k = 0; k < batch.order.size(); ++k) {
+        const std::optional<std::uint64_t> key_hash = next;
+        next = prefetch_fair_key(batch, k + 1);
+        place_one(batch, batch.order[k], now, key_hash);
+    }
     std::vector<TaskId> out(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) out[i] = *batch.ids[i];
     return out;
@@ -237,9 +244,18 @@ std::optional<Rejection> Admission::check_bounds(const Batch& batch, Time now) {
 // Admits spec `i` into a fresh slot, then moves it on by its edges:
 // Skipped if one is already broken, released (Scheduled or Ready) if none
 // is pending, else Blocked on the pending ones.
-void Admission::place_one(Batch& batch, std::size_t i, Time now) {
+std::optional<std::uint64_t> Admission::prefetch_fair_key(const Batch& batch, std::size_t k) const {
+    if (k >= batch.order.size()) return std::nullopt;
+    const std::string& key = batch.specs[batch.order[k]].fair_key;
+    if (key.empty()) return std::nullopt;
+    const std::uint64_t h = detail::FairKeyNames::hash(key);
+    tasks_.fair_keys.prefetch(h);
+    return h;
+}
+
+void Admission::place_one(Batch& batch, std::size_t i, Time now, std::optional<std::uint64_t> key_hash) {
     const std::uint32_t slot = tasks_.allocate();
-    const TaskId id = admit_one(batch.specs[i], slot, now);
+    const TaskId id = admit_one(batch.specs[i], slot, now, {}, key_hash);
     batch.ids[i] = id;
     bool pending = false;
     if (std::string broken = broken_edge(batch, i, pending); !broken.empty()) {
@@ -295,7 +311,8 @@ void Admission::block(const Batch& batch, std::size_t i, std::uint32_t slot, Tim
 
 // Takes `slot` for a new task: fields, id, key, start. It counts as Blocked
 // (without an event) until the caller blocks it for real or moves it on.
-TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, TaskId id) {
+TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, TaskId id,
+                            std::optional<std::uint64_t> key_hash) {
     PoolState& p = pools_[spec.pool];
     TaskSlot& t = tasks_[slot];
     if (!id) id = spec.given_id;
@@ -304,14 +321,6 @@ TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, 
     t.pool = spec.pool;
     t.kind = spec.kind;
     t.user = spec.user;
-    t.fair_key = tasks_.fair_keys.hold(spec.fair_key);
-    // The key's counts and its state in the class are read when the task
-    // becomes ready, after the rest of the admission: with thousands of
-    // keys both are out of cache (docs/PERFORMANCE.md, "Fair dispatch").
-    if (t.fair_key != 0) {
-        p.fair.prefetch_key(t.fair_key);
-        p.queue.prefetch_key(spec.priority, t.fair_key);
-    }
     t.priority = spec.priority;
     t.attempt = 0;
     t.fair_paid = false;  // the slot's last task may have ended parked
@@ -327,6 +336,17 @@ TaskId Admission::admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, 
     tasks_.add_id(t.id, slot);
     ++tasks_.live_count;
     ++p.counters.submitted;
+    // Interned once the other fields are set, so that its bucket (out of
+    // cache with thousands of keys, prefetched by the caller when it took
+    // the hash ahead) had that long to load. The key's counts and its
+    // state in the class are read when the task becomes ready, after the
+    // rest of the admission: both are out of cache too
+    // (docs/design.md#fair-sharing, "Cost").
+    t.fair_key = key_hash ? tasks_.fair_keys.hold(spec.fair_key, *key_hash) : tasks_.fair_keys.hold(spec.fair_key);
+    if (t.fair_key != 0) {
+        p.fair.prefetch_key(t.fair_key);
+        p.queue.prefetch_key(spec.priority, t.fair_key);
+    }
     if (p.run_times.size() <= spec.kind) p.run_times.resize(spec.kind + 1);
     kinds_.task_admitted(spec.kind);
     if (!spec.resources.empty()) resources_.add_needs(t, spec);

@@ -60,8 +60,10 @@ public:
     /// Takes `slot` for a new task: fields, id, key, start, needs, labels.
     /// It counts as Blocked (without an event) until the caller blocks it
     /// for real or moves it on. `id`: a restored task's own; empty takes
-    /// the next id.
-    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, TaskId id = {});
+    /// the next id. `key_hash`: FairKeyNames::hash of its fair key, if
+    /// the caller took it already (to prefetch the key's bucket).
+    TaskId admit_one(const TaskSpec& spec, std::uint32_t slot, Time now, TaskId id = {},
+                     std::optional<std::uint64_t> key_hash = std::nullopt);
 
     // ---- a batch (Engine::submit_batch) -------------------------------------------
     struct Target;
@@ -80,7 +82,10 @@ private:
     std::optional<Rejection> check_cycles_through_awaited_keys(const Batch& batch) const;
     std::optional<Rejection> check_reservations(const Batch& batch) const;
     std::optional<Rejection> check_bounds(const Batch& batch, Time now);
-    void place_one(Batch& batch, std::size_t i, Time now);
+    void place_one(Batch& batch, std::size_t i, Time now, std::optional<std::uint64_t> key_hash);
+    /// FairKeyNames::hash of the fair key of the batch's `k`-th spec to
+    /// place, its bucket prefetched; empty past the end or without a key.
+    std::optional<std::uint64_t> prefetch_fair_key(const Batch& batch, std::size_t k) const;
     std::string broken_edge(const Batch& batch, std::size_t i, bool& pending) const;
     void block(const Batch& batch, std::size_t i, std::uint32_t slot, Time now);
     Duration expected_duration(const TaskSpec& spec) const {

@@ -120,6 +120,13 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
     }
     // The common case, without the batch's bookkeeping.
     if (s.life.shutting_down()) return {SubmitError::ShuttingDown, "the scheduler is shutting down"};
+    // With thousands of keys the key's name bucket is out of cache: start
+    // loading it before the checks (docs/design.md#fair-sharing, "Cost").
+    std::optional<std::uint64_t> key_hash;
+    if (!spec.fair_key.empty()) {
+        key_hash = detail::FairKeyNames::hash(spec.fair_key);
+        s.tasks.fair_keys.prefetch(*key_hash);
+    }
     std::string why;
     if (auto error = s.admission.check_spec(spec, why)) return {*error, std::move(why)};
     s.run_due_timers(now);
@@ -134,7 +141,7 @@ SubmitResult<TaskId> Engine::submit(const TaskSpec& spec, Time now) {
         return {*error, std::move(why)};
     }
     const std::uint32_t slot = s.tasks.allocate();
-    const TaskId id = s.admission.admit_one(spec, slot, now);
+    const TaskId id = s.admission.admit_one(spec, slot, now, {}, key_hash);
     if (!s.life.start_at_once(slot, now)) s.life.make_ready(slot, now, false, /*admitting=*/true);
     s.settle(now);
     return id;

@@ -11,11 +11,12 @@
 // one bucket line; a node-based map walks a chain of separately allocated
 // nodes and compares the name in each.
 #include "fair_queue.hpp"  // FairKeyId
+#include "prefetch.hpp"
+#include "runtime/large_allocator.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,11 +28,40 @@ class FairKeyNames {
 public:
     FairKeyNames() : names_(1), holds_(1, 0) { rehash(16); }
 
+    /// The hash a name is looked up by: 8 bytes at a time, inline (most
+    /// tenant names take one or two steps; std::hash is a call into the
+    /// library that costs as much as the lookup itself), with a final mix
+    /// so that the low bits the table uses depend on every byte.
+    static std::uint64_t hash(std::string_view name) {
+        const char* p = name.data();
+        std::size_t n = name.size();
+        std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+        const auto step = [&h](std::uint64_t w) {
+            h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+            h ^= h >> 31;
+        };
+        for (; n >= 8; p += 8, n -= 8) step(load8(p));
+        if (n > 0) {
+            std::uint64_t w = 0;
+            for (std::size_t i = 0; i < n; ++i) w |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+            step(w);
+        }
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 33;
+        return h;
+    }
+    /// Starts loading the bucket where a lookup of the name with hash `h`
+    /// starts: with thousands of keys it is out of cache, and a submission
+    /// has other work to do before it interns its key (admission.cpp).
+    void prefetch(std::uint64_t h) const { detail::prefetch(&buckets_[h & mask_]); }
+
     /// The id of `name`, held once more.
-    FairKeyId hold(std::string_view name) {
+    FairKeyId hold(std::string_view name) { return name.empty() ? 0 : hold(name, hash(name)); }
+    /// The same, `h` being hash(name).
+    FairKeyId hold(std::string_view name, std::uint64_t h) {
         if (name.empty()) return 0;
         if ((size_ + 1) * 2 > buckets_.size()) rehash(buckets_.size() * 2);
-        const std::uint64_t h = hash(name);
         for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
             Bucket& b = buckets_[i];
             if (b.id == 0) {
@@ -68,8 +98,9 @@ public:
 
 private:
     // Half a cache line: the name inline when it fits, so that a hit
-    // compares it without loading `names_`.
-    struct Bucket {
+    // compares it without loading `names_`. Aligned to its size, so that
+    // no bucket straddles two lines (malloc aligns to 16 only).
+    struct alignas(32) Bucket {
         static constexpr std::size_t inline_bytes = 19;
         static constexpr std::uint8_t not_inline = 0xff;
         std::uint64_t hash = 0;
@@ -89,7 +120,11 @@ private:
         }
     };
     static_assert(sizeof(Bucket) == 32);
-    static std::uint64_t hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
+    static std::uint64_t load8(const char* p) {
+        std::uint64_t w;
+        std::memcpy(&w, p, sizeof w);
+        return w;
+    }
 
     FairKeyId allocate(std::string_view name) {
         FairKeyId id;
@@ -123,7 +158,7 @@ private:
         --size_;
     }
     void rehash(std::size_t count) {
-        std::vector<Bucket> old(count);
+        std::vector<Bucket, LargeAllocator<Bucket>> old(count);
         old.swap(buckets_);
         mask_ = count - 1;
         for (const Bucket& b : old) {
@@ -134,7 +169,7 @@ private:
         }
     }
 
-    std::vector<Bucket> buckets_;
+    std::vector<Bucket, LargeAllocator<Bucket>> buckets_;  // from a line on (a huge page past 2 MiB)
     std::size_t mask_ = 0;
     std::size_t size_ = 0;
     std::vector<std::string> names_;    // by id; empty once released

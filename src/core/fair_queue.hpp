@@ -64,7 +64,12 @@ public:
     std::optional<std::uint32_t> peek() const {
         if (alone()) return unkeyed_.fifo.empty() ? std::nullopt : std::optional(unkeyed_.fifo.front().slot);
         if (no_order()) return std::nullopt;
-        if (top_in_rotation()) prefetch_rotation();
+        // Once per change of the rotation's front: the dispatcher peeks
+        // after every decision of every class.
+        if (top_in_rotation() && rotation_.front().order != prefetched_for_) {
+            prefetched_for_ = rotation_.front().order;
+            prefetch_rotation();
+        }
         const KeyQueue* k = find(top().key);
         if (!k || k->fifo.empty()) return std::nullopt;
         return k->fifo.front().slot;
@@ -206,21 +211,36 @@ public:
         }
     }
 
+    /// Starts loading where a push of `key` writes in its ring: a key with
+    /// a backlog was last pushed to long ago. Reads the key's state, so call
+    /// it a while after prefetch_key.
+    void prefetch_back(FairKeyId key) const {
+        if (key == 0) return;
+        if (const KeyQueue* k = find(key))
+            if (const QueueRef* at = k->fifo.next_back()) prefetch(at);
+    }
+
     /// Keys holding entries (live or stale), parked ones included.
     std::size_t keys() const { return index_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
     /// Entries held, stale ones included.
     std::size_t entries() const { return entries_; }
 
 private:
+    // No heap entry's order (orders count decisions from 0: 2^63 is never
+    // reached).
+    static constexpr std::uint64_t unordered = (std::uint64_t{1} << 63) - 1;
+    // One cache line (the slab aligns entries to lines): `parked` shares
+    // the order's word, so that a key's state is one miss, not two.
     struct KeyQueue {
         Ring<QueueRef> fifo;
         double finish = 0;
         double step = 1;
         // The order of its one live heap entry: unique over the queue's life,
         // so an entry left by a key's earlier state never passes for live.
-        std::uint64_t live_order = ~std::uint64_t{0};
-        bool parked = false;
+        std::uint64_t live_order : 63 = unordered;
+        std::uint64_t parked : 1 = 0;
     };
+    static_assert(sizeof(KeyQueue) <= 64);
     struct HeapEntry {
         double finish;
         std::uint64_t order;  // ties: the key that waited longest for its tag
@@ -267,7 +287,7 @@ private:
         KeyQueue& k = states_[i];
         k.finish = 0;
         k.step = 1;
-        k.live_order = ~std::uint64_t{0};
+        k.live_order = unordered;
         k.parked = false;
         states_.recycle(i);
     }
@@ -388,6 +408,8 @@ private:
     double vtime_ = 0;
     std::uint64_t next_order_ = 0;
     std::size_t entries_ = 0;
+    // The order of the rotation's front when `peek` last prefetched for it.
+    mutable std::uint64_t prefetched_for_ = unordered;
 };
 
 }  // namespace cronoq::core::detail

@@ -19,6 +19,12 @@ public:
     const T& operator[](std::size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
     T& operator[](std::size_t i) { return items_[(head_ + i) & (items_.size() - 1)]; }
 
+    /// Where the next push_back writes; null when it grows first.
+    const T* next_back() const {
+        if (size_ == items_.size()) return nullptr;
+        return &items_[(head_ + size_) & (items_.size() - 1)];
+    }
+
     void push_back(const T& value) {
         if (size_ == items_.size()) grow();
         items_[(head_ + size_) & (items_.size() - 1)] = value;

@@ -223,6 +223,29 @@ TEST_F(FairnessTest, BadFairnessConfigIsAConfigErrorNamingTheField) {
     EXPECT_EQ(error_of(FairnessConfig{.weights = {{"k", 0.25}}, .per_key_concurrency = 1}), "");
 }
 
+// A batch looks each key up by a hash taken one placement ahead
+// (Admission::place): the keys are the ones single submissions get.
+TEST_F(FairnessTest, ABatchInternsItsKeysAsSingleSubmissionsDo) {
+    use({});
+    std::vector<TaskSpec> batch;
+    for (int i = 0; i < 30; ++i) {
+        TaskSpec spec{.pool = pool};
+        spec.fair_key = "tenant-with-a-long-name-" + std::to_string(i % 3);
+        batch.push_back(spec);
+    }
+    batch[7].fair_key.clear();
+    ASSERT_TRUE(h->submit_batch(batch, t0));
+    submit("tenant-with-a-long-name-1", t0);
+    EXPECT_EQ(h->engine.known_fair_keys(), 3u);
+    const auto top = h->engine.stats(pool, t0).top_keys;
+    std::map<std::string, std::size_t> ready;
+    for (const FairKeyLoad& k : top) ready[k.key] = k.ready;
+    EXPECT_EQ(ready, (std::map<std::string, std::size_t>{{"", 1},
+                                                         {"tenant-with-a-long-name-0", 10},
+                                                         {"tenant-with-a-long-name-1", 10},
+                                                         {"tenant-with-a-long-name-2", 10}}));
+}
+
 TEST_F(FairnessTest, IdleKeyHoldsNoState) {
     EngineConfig c;
     c.retention = 0s;
