@@ -121,26 +121,22 @@ Statement& Statement::bind(int index, std::int64_t value) {
     return *this;
 }
 
-Statement& Statement::bind(int index, std::string_view text) {
-    sqlite3_bind_text64(statement_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+Statement& Statement::bind(int index, std::string_view text) { return bind_text(index, text, true); }
+Statement& Statement::bind_unowned(int index, std::string_view text) { return bind_text(index, text, false); }
+Statement& Statement::bind_blob(int index, std::string_view bytes) { return bind_bytes(index, bytes, true); }
+Statement& Statement::bind_blob_unowned(int index, std::string_view bytes) { return bind_bytes(index, bytes, false); }
+
+Statement& Statement::bind_text(int index, std::string_view text, bool copy) {
+    sqlite3_bind_text64(statement_, index, text.data(), text.size(), copy ? SQLITE_TRANSIENT : SQLITE_STATIC,
+                        SQLITE_UTF8);
     return *this;
 }
 
-Statement& Statement::bind_blob(int index, std::string_view bytes) {
+Statement& Statement::bind_bytes(int index, std::string_view bytes, bool copy) {
     // A zero-length blob from a null pointer would bind NULL.
     static const char empty = 0;
-    sqlite3_bind_blob64(statement_, index, bytes.empty() ? &empty : bytes.data(), bytes.size(), SQLITE_TRANSIENT);
-    return *this;
-}
-
-Statement& Statement::bind_unowned(int index, std::string_view text) {
-    sqlite3_bind_text64(statement_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
-    return *this;
-}
-
-Statement& Statement::bind_blob_unowned(int index, std::string_view bytes) {
-    static const char empty = 0;
-    sqlite3_bind_blob64(statement_, index, bytes.empty() ? &empty : bytes.data(), bytes.size(), SQLITE_STATIC);
+    sqlite3_bind_blob64(statement_, index, bytes.empty() ? &empty : bytes.data(), bytes.size(),
+                        copy ? SQLITE_TRANSIENT : SQLITE_STATIC);
     return *this;
 }
 

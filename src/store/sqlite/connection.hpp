@@ -92,6 +92,11 @@ public:
     std::optional<std::string> optional_text(int column) const;
 
 private:
+    // `copy`: SQLite keeps its own copy of the bytes, or reads them where
+    // they are until the statement is reset.
+    Statement& bind_text(int index, std::string_view text, bool copy);
+    Statement& bind_bytes(int index, std::string_view bytes, bool copy);
+
     Connection& connection_;
     sqlite3_stmt* statement_ = nullptr;
 };

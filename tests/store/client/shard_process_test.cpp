@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,20 @@ void expect_invalid_naming_both(F&& submit) {
         const std::string what = e.what();
         EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
         EXPECT_NE(what.find("shard \"b\""), std::string::npos) << what;
+    }
+}
+
+/// Opens a scheduler with `open`, which must throw ConfigError naming each
+/// of `names`; `what` says what opening would have wrongly done.
+template <class F>
+void expect_refused_at_open(F&& open, const std::string& what, std::initializer_list<std::string> names) {
+    try {
+        auto sched = open();
+        ADD_FAILURE() << what;
+        sched.shutdown(0s);
+    } catch (const ConfigError& e) {
+        const std::string message = e.what();
+        for (const auto& name : names) EXPECT_NE(message.find(name), std::string::npos) << message;
     }
 }
 
@@ -135,16 +150,9 @@ TEST_P(ShardProcesses, APoolDeclaredByTwoShardsIsRefusedAtOpenNamingBoth) {
     store.open().reset();
     test::Child a({"shard-leader", store.location(), "a", "pa"});
     ASSERT_EQ(a.read_line(), "L");
-    try {
-        auto sched = test::Durable::builder().shard("b").pool(test::identity_pool("pa")).store(store.open()).open();
-        ADD_FAILURE() << "opened a second shard declaring pool pa";
-        sched.shutdown(0s);
-    } catch (const ConfigError& e) {
-        const std::string what = e.what();
-        EXPECT_NE(what.find("pool \"pa\""), std::string::npos) << what;
-        EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
-        EXPECT_NE(what.find("shard \"b\""), std::string::npos) << what;
-    }
+    expect_refused_at_open(
+        [&] { return test::Durable::builder().shard("b").pool(test::identity_pool("pa")).store(store.open()).open(); },
+        "opened a second shard declaring pool pa", {"pool \"pa\"", "shard \"a\"", "shard \"b\""});
     // The refused process left shard a alone and leads nothing.
     EXPECT_EQ(lease_of(*store.open(), "a"), (std::pair<std::uint64_t, bool>{1, true}));
     EXPECT_FALSE(lease_of(*store.open(), "b").second);
@@ -213,15 +221,9 @@ TEST_P(ShardProcesses, ALeaderRestartedWithoutAPoolThatStillHasTasksIsRefusedAtO
         sched.submit(Task<std::string>("later").pool("pq").key("later").start_in(1h));
         sched.shutdown(0s);
     }
-    try {
-        auto sched = test::Durable::builder().shard("a").pool(test::identity_pool("pa")).store(store.open()).open();
-        ADD_FAILURE() << "shard a gave up pool pq while it held an unfinished task";
-        sched.shutdown(0s);
-    } catch (const ConfigError& e) {
-        const std::string what = e.what();
-        EXPECT_NE(what.find("pool \"pq\""), std::string::npos) << what;
-        EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
-    }
+    expect_refused_at_open(
+        [&] { return test::Durable::builder().shard("a").pool(test::identity_pool("pa")).store(store.open()).open(); },
+        "shard a gave up pool pq while it held an unfinished task", {"pool \"pq\"", "shard \"a\""});
     // Declared again, the pool's task is still there to run.
     auto sched = test::Durable::builder()
                      .shard("a")
