@@ -16,6 +16,12 @@
 //                            every shard: /2 against /1 is the figure the
 //                            issue asks for (the two leaders here share one
 //                            process, where a deployment has one per host).
+//   BM_ShardThroughputProcesses/<n>
+//                            the same, each leader a process of its own
+//                            (shard/shard_bench_leader.cpp), as deployed:
+//                            timed from the moment every leader leads and
+//                            is told to start until the last has every
+//                            result.
 //
 // GCC 12: every awaitable is named before it is awaited.
 #include <cronoq/cronoq.hpp>
@@ -30,12 +36,20 @@
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+extern char** environ;
 
 namespace {
 
@@ -135,5 +149,103 @@ void BM_ShardThroughput(benchmark::State& state) {
     state.counters["shards"] = shards;
 }
 BENCHMARK(BM_ShardThroughput)->Arg(1)->Arg(2)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+/// A shard's leader process (cronoq_bench_shard_leader), spoken to by lines
+/// on its stdin and stdout.
+class LeaderProcess {
+public:
+    LeaderProcess(const std::string& conninfo, const std::string& schema, const std::string& shard) {
+        int to_child[2];
+        int from_child[2];
+        if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw std::runtime_error("pipe failed");
+        posix_spawn_file_actions_t actions;
+        ::posix_spawn_file_actions_init(&actions);
+        ::posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
+        ::posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
+        for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]})
+            ::posix_spawn_file_actions_addclose(&actions, fd);
+        std::string args[] = {CRONOQ_BENCH_SHARD_LEADER, conninfo, schema, shard, std::to_string(tasks_per_shard)};
+        char* argv[] = {args[0].data(), args[1].data(), args[2].data(), args[3].data(), args[4].data(), nullptr};
+        const int spawned = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv, environ);
+        ::posix_spawn_file_actions_destroy(&actions);
+        ::close(to_child[0]);
+        ::close(from_child[1]);
+        in_ = ::fdopen(to_child[1], "w");
+        out_ = ::fdopen(from_child[0], "r");
+        if (spawned != 0 || !in_ || !out_) throw std::runtime_error("posix_spawn failed");
+    }
+    LeaderProcess(const LeaderProcess&) = delete;
+    LeaderProcess& operator=(const LeaderProcess&) = delete;
+    ~LeaderProcess() {
+        if (in_) std::fclose(in_);
+        if (out_) std::fclose(out_);
+        if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    }
+
+    /// The leader's next line ("ready", "done <sum>", "error <what>").
+    std::string read_line() {
+        char buffer[512];
+        if (!std::fgets(buffer, sizeof buffer, out_)) return "error the leader process ended";
+        std::string line(buffer);
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        return line;
+    }
+    void start() {
+        std::fputs("go\n", in_);
+        std::fflush(in_);
+    }
+
+private:
+    pid_t pid_ = -1;
+    std::FILE* in_ = nullptr;
+    std::FILE* out_ = nullptr;
+};
+
+void BM_ShardThroughputProcesses(benchmark::State& state) {
+    const auto shards = static_cast<int>(state.range(0));
+    std::optional<cronoq::bench::PostgresServer> server;
+    try {
+        server.emplace();
+    } catch (const std::exception& e) {
+        state.SkipWithError((std::string("PostgreSQL server: ") + e.what()).c_str());
+        return;
+    }
+    const std::string done_line = "done " + std::to_string(cronoq_bench::expected_sum(tasks_per_shard));
+    int round = 0;
+    std::int64_t done_tasks = 0;
+    for (auto _ : state) {
+        cronoq::PostgresStoreConfig config;
+        config.schema = "shard_processes_" + std::to_string(shards) + "_" + std::to_string(round++);
+        // The schema made here first: the leaders open a store that exists.
+        cronoq::PostgresStore::connect(server->conninfo(), config).reset();
+        std::vector<std::unique_ptr<LeaderProcess>> leaders;
+        std::string error;
+        for (int k = 0; k < shards && error.empty(); ++k) {
+            std::string shard = "s";
+            shard += std::to_string(k);
+            leaders.push_back(std::make_unique<LeaderProcess>(server->conninfo(), config.schema, shard));
+            // One at a time, as BM_ShardThroughput opens them.
+            if (auto line = leaders.back()->read_line(); line != "ready") error = "open: " + line;
+        }
+        if (!error.empty()) {
+            state.SkipWithError(error.c_str());
+            break;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        for (auto& leader : leaders) leader->start();
+        for (auto& leader : leaders)
+            if (auto line = leader->read_line(); line != done_line && error.empty()) error = line;
+        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        leaders.clear();  // each shuts down and exits; waited for
+        if (!error.empty()) {
+            state.SkipWithError(error.c_str());
+            break;
+        }
+        done_tasks += static_cast<std::int64_t>(shards) * tasks_per_shard;
+    }
+    state.SetItemsProcessed(done_tasks);
+    state.counters["shards"] = shards;
+}
+BENCHMARK(BM_ShardThroughputProcesses)->Arg(1)->Arg(2)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
