@@ -21,17 +21,19 @@ using namespace std::chrono_literals;
 
 TEST(HoldingAdmissionsOpen, TheLeaderLooksAtClientsCommitsWhileItHoldsAGroup) {
     ScratchDir dir;
-    const SqliteStoreConfig config{Durability::Full, 10s, 24h};
-    auto leader = SqliteStore::open(dir.file("s.db"), config);
-    auto client = SqliteStore::open(dir.file("s.db"), config);
+    // Declared before the stores: the store's thread reports into them
+    // until the leader's store is closed, at the end of the test.
     Reports reports;
     std::atomic<store::Sequence> reported{0};
-    reports.after_commit = [&](const store::CommitReport& report) {
-        if (!report.error) reported = report.committed;
-    };
     std::mutex mutex;
     std::condition_variable looked;
     std::vector<store::Sequence> looks;  // what had committed at each on_inbox
+    const SqliteStoreConfig config{Durability::Full, 10s, 24h};
+    auto leader = SqliteStore::open(dir.file("s.db"), config);
+    auto client = SqliteStore::open(dir.file("s.db"), config);
+    reports.after_commit = [&](const store::CommitReport& report) {
+        if (!report.error) reported = report.committed;
+    };
     store::LeadHandlers handlers = reports.handlers();
     handlers.on_inbox = [&] {
         std::lock_guard lock(mutex);
