@@ -29,6 +29,7 @@
 
 #include "bench_support.hpp"
 #include "postgres_server.hpp"
+#include "shard/shard_leader.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -54,24 +55,12 @@ extern char** environ;
 namespace {
 
 using namespace std::chrono_literals;
-using Sched = cronoq::Scheduler<int, int>;
+using cronoq_bench::shards::open_leader;
+using cronoq_bench::shards::Sched;
 
 constexpr int tasks_per_shard = 50000;
-constexpr std::size_t slots = 64;
 constexpr std::chrono::seconds hang_limit = 300s;
 
-asio::awaitable<cronoq::Result<int>> echo(cronoq::TaskContext, std::shared_ptr<const int> v) { co_return *v; }
-
-asio::awaitable<std::optional<Sched>> open_shard(std::shared_ptr<cronoq::Store> store, std::string shard) {
-    auto ex = co_await asio::this_coro::executor;
-    auto builder = Sched::builder();
-    builder.shard(shard)
-        .pool(cronoq::Pool<int, int>("pool-" + shard).workers(slots, slots, slots).executor_fn(echo))
-        .store(std::move(store));
-    auto opening = builder.open(ex);
-    std::optional<Sched> sched(co_await std::move(opening));
-    co_return sched;
-}
 
 /// One shard's leader: its store object, its io_context and thread.
 struct ShardRun {
@@ -104,7 +93,7 @@ void BM_ShardThroughput(benchmark::State& state) {
             // Appended, not "s" + to_string: GCC 12's -Wrestrict false positive at -O2.
             std::string shard = "s";
             shard += std::to_string(k);
-            auto opened = asio::co_spawn(run->io, open_shard(run->store, std::move(shard)), asio::use_future);
+            auto opened = asio::co_spawn(run->io, open_leader(run->store, std::move(shard)), asio::use_future);
             cronoq_bench::wait_or_abort(opened, "open", hang_limit);
             try {
                 run->sched = opened.get();

@@ -14,6 +14,7 @@
 #include <cronoq/store/postgres_store.hpp>
 
 #include "../bench_support.hpp"
+#include "shard_leader.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
@@ -30,23 +31,11 @@
 namespace {
 
 using namespace std::chrono_literals;
-using Sched = cronoq::Scheduler<int, int>;
+using cronoq_bench::shards::open_leader;
+using cronoq_bench::shards::Sched;
 
-constexpr std::size_t slots = 64;
 constexpr std::chrono::seconds hang_limit = 300s;
 
-asio::awaitable<cronoq::Result<int>> echo(cronoq::TaskContext, std::shared_ptr<const int> v) { co_return *v; }
-
-asio::awaitable<std::optional<Sched>> open_leader(std::shared_ptr<cronoq::Store> store, std::string shard) {
-    auto ex = co_await asio::this_coro::executor;
-    auto builder = Sched::builder();
-    builder.shard(shard)
-        .pool(cronoq::Pool<int, int>("pool-" + shard).workers(slots, slots, slots).executor_fn(echo))
-        .store(std::move(store));
-    auto opening = builder.open(ex);
-    std::optional<Sched> sched(co_await std::move(opening));
-    co_return sched;
-}
 
 int run(const std::string& conninfo, const std::string& schema, const std::string& shard, int tasks) {
     asio::io_context io{1};
