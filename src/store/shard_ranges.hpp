@@ -43,6 +43,15 @@ inline std::string owned_pool_sql(const std::string& pool_column, const std::str
            " NOT IN (SELECT pool FROM " + shard_pools_table + "))))";
 }
 
+/// Why `shard` may not claim `pool`, which shard `other` claimed: `other`
+/// leads now, or the store holds unfinished tasks of it (`holds`).
+inline std::string claimed_pool_conflict(const std::string& shard, const std::string& other, const std::string& pool,
+                                         bool holds) {
+    return "pool \"" + pool + "\" is declared by shard \"" + shard + "\" and by shard \"" + other + "\"" +
+           (holds ? ", which holds unfinished tasks of it (moving a pool to another shard needs it drained)"
+                  : ", which leads now");
+}
+
 /// Why a shard may not give up its claim of `pool` (docs/store.md,
 /// "Shards"): it claimed the pool, no longer declares it, and the store
 /// still holds unfinished tasks of it, which no leader would run then.

@@ -65,9 +65,7 @@ std::string claim_pools(Connection& c, const Names& n, const std::string& shard,
         if (other == shard) continue;
         const auto [leads, holds] = state(other, pool);
         if (leads || holds)
-            return "pool \"" + pool + "\" is declared by shard \"" + shard + "\" and by shard \"" + other + "\"" +
-                   (holds ? ", which holds unfinished tasks of it (moving a pool to another shard needs it drained)"
-                          : ", which leads now");
+            return claimed_pool_conflict(shard, other, pool, holds);
     }
     // A pool this shard no longer declares stays its own while it has work
     // (the "default" shard ends such tasks itself, as a store of one shard did).

@@ -131,9 +131,7 @@ std::string claim_pools(Connection& connection, const std::string& shard, const 
         const bool leads = !takeable(read_leader(connection, other), now);
         const bool holds = holds_unfinished(pool);
         if (leads || holds)
-            return "pool \"" + pool + "\" is declared by shard \"" + shard + "\" and by shard \"" + other + "\"" +
-                   (holds ? ", which holds unfinished tasks of it (moving a pool to another shard needs it drained)"
-                          : ", which leads now");
+            return claimed_pool_conflict(shard, other, pool, holds);
     }
     // A pool this shard no longer declares stays its own while it has work
     // (the "default" shard ends such tasks itself, as a store of one shard did).
