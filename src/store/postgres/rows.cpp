@@ -5,7 +5,11 @@
 #include "../shard_ranges.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
 
 namespace cronoq::store::postgres {
 
@@ -56,42 +60,60 @@ TaskRow read_row(const Result& r, int i, const Names& names) {
 
 namespace {
 
+/// `sql` with each "{table}" replaced by that table's qualified name in
+/// `n` ("{schema}": the quoted schema): the schema's statements read as
+/// SQL instead of as a string built a name at a time.
+std::string with_names(const Names& n, std::string_view sql) {
+    const std::pair<std::string_view, const std::string*> names[] = {
+        {"schema", &n.quoted}, {"tasks", &n.tasks}, {"recurring", &n.recurring},       {"meta", &n.meta},
+        {"leader", &n.leader}, {"inbox", &n.inbox}, {"shard_config", &n.shard_config}, {"shard_pools", &n.shard_pools}};
+    std::string out;
+    for (std::size_t at = 0; at < sql.size();) {
+        const std::size_t open = sql.find('{', at), close = sql.find('}', open);
+        if (open == std::string_view::npos || close == std::string_view::npos) {
+            out.append(sql.substr(at));
+            break;
+        }
+        out.append(sql.substr(at, open - at));
+        const std::string_view name = sql.substr(open + 1, close - open - 1);
+        const auto found =
+            std::find_if(std::begin(names), std::end(names), [&](const auto& e) { return e.first == name; });
+        if (found == std::end(names)) {
+            std::string what = "no table named {";
+            what += name;
+            what += '}';
+            throw std::logic_error(what);
+        }
+        out.append(*found->second);
+        at = close + 1;
+    }
+    return out;
+}
+
 std::string schema_v1(const Names& n) {
-    std::string sql;
-    sql += "CREATE TABLE " + n.tasks;
-    sql += " (id bigint PRIMARY KEY, key text, pool text NOT NULL, kind text NOT NULL, status text NOT NULL, "
-           "attempt bigint NOT NULL, last_error text NOT NULL, submitted_at bigint NOT NULL, "
-           "updated_at bigint NOT NULL, run_at bigint, options text NOT NULL, payload bytea NOT NULL, output bytea);";
-    sql += "CREATE INDEX tasks_by_key ON " + n.tasks;
-    sql += " (key) WHERE key IS NOT NULL;";
-    sql += "CREATE INDEX tasks_by_status ON " + n.tasks;
-    sql += " (status, updated_at);";
-    sql += "CREATE TABLE " + n.recurring;
-    sql += " (name text PRIMARY KEY, definition text NOT NULL, last_fired bigint);";
-    sql += "CREATE TABLE " + n.meta;
-    sql += " (name text PRIMARY KEY, value bigint NOT NULL);";
-    sql += "INSERT INTO " + n.meta;
-    sql += " (name, value) VALUES ('schema_version', 1), ('next_task_id', 0), ('next_lease_id', 0);";
-    sql += "CREATE TABLE " + n.leader;
-    sql += " (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, holder text, backend_pid integer, "
-           "expires_at timestamptz NOT NULL);";
-    sql += "INSERT INTO " + n.leader;
-    sql += " (id, epoch, holder, backend_pid, expires_at) VALUES (1, 0, NULL, NULL, '-infinity');";
-    return sql;
+    return with_names(
+        n,
+        "CREATE TABLE {tasks} (id bigint PRIMARY KEY, key text, pool text NOT NULL, kind text NOT NULL, "
+        "status text NOT NULL, attempt bigint NOT NULL, last_error text NOT NULL, submitted_at bigint NOT NULL, "
+        "updated_at bigint NOT NULL, run_at bigint, options text NOT NULL, payload bytea NOT NULL, output bytea);"
+        "CREATE INDEX tasks_by_key ON {tasks} (key) WHERE key IS NOT NULL;"
+        "CREATE INDEX tasks_by_status ON {tasks} (status, updated_at);"
+        "CREATE TABLE {recurring} (name text PRIMARY KEY, definition text NOT NULL, last_fired bigint);"
+        "CREATE TABLE {meta} (name text PRIMARY KEY, value bigint NOT NULL);"
+        "INSERT INTO {meta} (name, value) VALUES ('schema_version', 1), ('next_task_id', 0), ('next_lease_id', 0);"
+        "CREATE TABLE {leader} (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL, holder text, "
+        "backend_pid integer, expires_at timestamptz NOT NULL);"
+        "INSERT INTO {leader} (id, epoch, holder, backend_pid, expires_at) VALUES (1, 0, NULL, NULL, '-infinity');");
 }
 
 /// Version 2: fair keys (a nullable column, docs/store.md "Queries") and the
 /// index that keeps a page of `Store::query` cheap on a large store.
 std::string migrate_v1_to_v2(const Names& n) {
-    std::string sql = "ALTER TABLE " + n.tasks;
-    sql += " ADD COLUMN fair_key text;";
-    sql += "CREATE INDEX tasks_by_pool ON " + n.tasks;
-    sql += " (pool, status, id);";
-    sql += "CREATE INDEX tasks_by_fair_key ON " + n.tasks;
-    sql += " (fair_key, id) WHERE fair_key IS NOT NULL;";
-    sql += "UPDATE " + n.meta;
-    sql += " SET value = 2 WHERE name = 'schema_version';";
-    return sql;
+    return with_names(n,
+                      "ALTER TABLE {tasks} ADD COLUMN fair_key text;"
+                      "CREATE INDEX tasks_by_pool ON {tasks} (pool, status, id);"
+                      "CREATE INDEX tasks_by_fair_key ON {tasks} (fair_key, id) WHERE fair_key IS NOT NULL;"
+                      "UPDATE {meta} SET value = 2 WHERE name = 'schema_version';");
 }
 
 /// Version 3: clients (docs/postgres.md, "Clients"): the inbox a leader
@@ -99,16 +121,13 @@ std::string migrate_v1_to_v2(const Names& n) {
 /// transactions that add entries are serialized, see client_access.cpp),
 /// the shards' configurations and the next id of the client range (2^48).
 std::string migrate_v2_to_v3(const Names& n) {
-    std::string sql = "CREATE TABLE " + n.inbox;
-    sql += " (seq bigserial PRIMARY KEY, op text NOT NULL, task_id bigint NOT NULL, shard text NOT NULL, "
-           "committed_at bigint NOT NULL);";
-    sql += "CREATE TABLE " + n.shard_config;
-    sql += " (shard text PRIMARY KEY, body text NOT NULL, retention bigint NOT NULL, written_at bigint NOT NULL);";
-    sql += "INSERT INTO " + n.meta;
-    sql += " (name, value) VALUES ('next_client_id', 281474976710656);";
-    sql += "UPDATE " + n.meta;
-    sql += " SET value = 3 WHERE name = 'schema_version';";
-    return sql;
+    return with_names(n,
+                      "CREATE TABLE {inbox} (seq bigserial PRIMARY KEY, op text NOT NULL, task_id bigint NOT NULL, "
+                      "shard text NOT NULL, committed_at bigint NOT NULL);"
+                      "CREATE TABLE {shard_config} (shard text PRIMARY KEY, body text NOT NULL, "
+                      "retention bigint NOT NULL, written_at bigint NOT NULL);"
+                      "INSERT INTO {meta} (name, value) VALUES ('next_client_id', 281474976710656);"
+                      "UPDATE {meta} SET value = 3 WHERE name = 'schema_version';");
 }
 
 /// Version 4: shards (docs/postgres.md, "Shards"; docs/store.md, "Shards"):
@@ -117,23 +136,17 @@ std::string migrate_v2_to_v3(const Names& n) {
 /// "default" shard's under the old ones); `shard_pools` says which shard
 /// claimed each pool; a recurring schedule belongs to the shard that put it.
 std::string migrate_v3_to_v4(const Names& n) {
-    std::string sql = "CREATE TABLE " + n.quoted;
-    sql += ".leader_v4 (shard text PRIMARY KEY, epoch bigint NOT NULL, holder text, backend_pid integer, "
-           "expires_at timestamptz NOT NULL, id_base bigint NOT NULL);";
-    sql += "INSERT INTO " + n.quoted;
-    sql += ".leader_v4 (shard, epoch, holder, backend_pid, expires_at, id_base) SELECT 'default', epoch, holder, "
-           "backend_pid, expires_at, 0 FROM " + n.leader;
-    sql += " WHERE id = 1;";
-    sql += "DROP TABLE " + n.leader;
-    sql += ";ALTER TABLE " + n.quoted;
-    sql += ".leader_v4 RENAME TO leader;";
-    sql += "CREATE TABLE " + n.shard_pools;
-    sql += " (pool text PRIMARY KEY, shard text NOT NULL);";
-    sql += "ALTER TABLE " + n.recurring;
-    sql += " ADD COLUMN shard text NOT NULL DEFAULT 'default';";
-    sql += "UPDATE " + n.meta;
-    sql += " SET value = 4 WHERE name = 'schema_version';";
-    return sql;
+    return with_names(
+        n,
+        "CREATE TABLE {schema}.leader_v4 (shard text PRIMARY KEY, epoch bigint NOT NULL, holder text, "
+        "backend_pid integer, expires_at timestamptz NOT NULL, id_base bigint NOT NULL);"
+        "INSERT INTO {schema}.leader_v4 (shard, epoch, holder, backend_pid, expires_at, id_base) "
+        "SELECT 'default', epoch, holder, backend_pid, expires_at, 0 FROM {leader} WHERE id = 1;"
+        "DROP TABLE {leader};"
+        "ALTER TABLE {schema}.leader_v4 RENAME TO leader;"
+        "CREATE TABLE {shard_pools} (pool text PRIMARY KEY, shard text NOT NULL);"
+        "ALTER TABLE {recurring} ADD COLUMN shard text NOT NULL DEFAULT 'default';"
+        "UPDATE {meta} SET value = 4 WHERE name = 'schema_version';");
 }
 
 /// The schema's version; 0 when the schema is missing or holds nothing.
