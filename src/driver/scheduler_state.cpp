@@ -68,7 +68,13 @@ void SchedulerCore::State::admit(Submissions& group, AdmitMode mode, core::Time 
     for (auto& [id, why] : noted.skips) engine.skip_blocked(id, std::move(why), now);
 }
 
-void SchedulerCore::State::look_across_shards(Submission& s) {
+void SchedulerCore::State::look_across_shards(std::span<Submission> list) {
+    if (!shard_keys) return;
+    ShardKeys::Lookup lookup = shard_keys->lookup();
+    for (Submission& s : list) look_across_shards(s, lookup);
+}
+
+void SchedulerCore::State::look_across_shards(Submission& s, ShardKeys::Lookup& lookup) {
     const TaskRequest& r = s.request;
     if (!shard_keys || s.refused) return;
     const bool keyed_deps = std::any_of(r.depends_on.begin(), r.depends_on.end(), [](const Dep& d) { return d.ref.key; });
@@ -95,7 +101,7 @@ void SchedulerCore::State::look_across_shards(Submission& s) {
                shard_keys->shard() + "\"";
     };
     if (r.key && !own_key)
-        if (const auto h = shard_keys->holder(*r.key)) {
+        if (const auto h = lookup.holder(*r.key)) {
             s.refused.emplace(SubmitError::Invalid,
                               held_by(*r.key, *h) + ": a leader's handles follow its own shard's tasks (a Client's "
                                                     "submission gives that task)");
@@ -103,7 +109,7 @@ void SchedulerCore::State::look_across_shards(Submission& s) {
         }
     if (own_key) return;  // the engine gives the key's holder: nothing new to skip
     for (const std::string& key : unknown)
-        if (const auto h = shard_keys->holder(key)) {
+        if (const auto h = lookup.holder(key)) {
             std::string why = "dependency " + held_by(key, *h) + ": dependencies stay within one shard";
             if (!awaits) {
                 s.refused.emplace(SubmitError::Invalid, std::move(why));

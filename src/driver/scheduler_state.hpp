@@ -59,6 +59,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -180,8 +181,10 @@ struct SchedulerCore::State {
     std::optional<TaskId> resolve(const TaskRef& ref) const CRONOQ_REQUIRES(mu);
     /// No mutex: before an in-process submission is admitted, refuses it
     /// or marks it to skip when its key or a key it depends on is held by a
-    /// task of another shard (docs/store.md, "Keys across shards").
-    void look_across_shards(Submission& s) CRONOQ_EXCLUDES(mu);
+    /// task of another shard (docs/store.md, "Keys across shards"). One
+    /// submission, or a batch's, which read the pools' shards once.
+    void look_across_shards(std::span<Submission> list) CRONOQ_EXCLUDES(mu);
+    void look_across_shards(Submission& s, ShardKeys::Lookup& lookup) CRONOQ_EXCLUDES(mu);
     /// Admits `r` as a new task in place of the ended task `old`
     /// (`Scheduler::retry`): the key moves to it (docs/guide/durability.md).
     /// Throws SubmitException when it cannot be admitted.

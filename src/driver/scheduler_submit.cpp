@@ -72,7 +72,7 @@ private:
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
     Submission s(r);
     s.encode_with(s_->encoder);
-    if (s_->shard_keys) s_->look_across_shards(s);  // with a store only
+    if (s_->shard_keys) s_->look_across_shards({&s, 1});  // with a store only
     OneSubmission one(s);
     State::Step step(*s_);
     const auto now = s_->clock->now();
@@ -86,7 +86,7 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
     State& s = *s_;
     Submission submission(r);
     submission.encode_with(s.encoder);
-    if (s.shard_keys) s.look_across_shards(submission);
+    if (s.shard_keys) s.look_across_shards({&submission, 1});
     if (submission.refused) throw SubmitException(submission.refused->first, submission.refused->second);
     std::shared_ptr<WaitList> turn;  // set when it is this submitter's turn
     std::shared_ptr<HandleState> handle;
@@ -167,8 +167,8 @@ void SchedulerCore::try_submit_many(ManyTasks& tasks) {
     for (std::size_t i = 0; i < requests.size(); ++i) {
         requests[i] = std::move(tasks.task(i));
         list.emplace_back(requests[i]).encode_with(s.encoder);
-        if (s.shard_keys) s.look_across_shards(list.back());
     }
+    if (s.shard_keys) s.look_across_shards(list);
     auto sink = [&tasks](std::size_t, Admitted&& r) { tasks.result(std::move(r)); };
     SubmissionList<decltype(sink)> group(list, sink);
     State::Step step(s);
@@ -181,10 +181,8 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     State& s = *s_;
     std::vector<Submission> list;
     list.reserve(requests.size());
-    for (TaskRequest& r : requests) {
-        list.emplace_back(r).encode_with(s.encoder);
-        if (s.shard_keys) s.look_across_shards(list.back());
-    }
+    for (TaskRequest& r : requests) list.emplace_back(r).encode_with(s.encoder);
+    if (s.shard_keys) s.look_across_shards(list);
     std::vector<std::shared_ptr<HandleState>> handles;
     handles.reserve(list.size());
     std::optional<Admitted> refused;

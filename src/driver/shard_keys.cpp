@@ -27,22 +27,24 @@ bool ShardKeys::others() {
     return others_;
 }
 
-std::optional<ShardKeys::Holder> ShardKeys::holder(const std::string& key) {
+std::optional<ShardKeys::Holder> ShardKeys::Lookup::holder(const std::string& key) {
     std::optional<StoredTask> task;
     std::string shard = "default";  // of a pool no shard claimed
     try {
-        task = store_->get_task(TaskRef(key));
+        task = keys_.store_->get_task(TaskRef(key));
         if (!task) return std::nullopt;
-        for (const auto& [pool, owner] : store_->journal().read_shards().pools)
+        if (!pools_) pools_ = keys_.store_->journal().read_shards().pools;
+        for (const auto& [pool, owner] : *pools_)
             if (pool == task->pool) shard = owner;
     } catch (const std::exception& e) {
-        logger()->warn("shard \"{}\": cannot look the key \"{}\" up in the store: {}", shard_, key, e.what());
+        logger()->warn("shard \"{}\": cannot look the key \"{}\" up in the store: {}", keys_.shard_, key, e.what());
         return std::nullopt;
     }
-    if (shard == shard_) return std::nullopt;
+    if (shard == keys_.shard_) return std::nullopt;
     // A terminal task holds its key for the retention after it ended
     // (docs/guide/dependencies-and-keys.md), as in the engine.
-    if (is_terminal(task->status) && std::chrono::system_clock::now() - task->updated_at > retention_) return std::nullopt;
+    if (is_terminal(task->status) && std::chrono::system_clock::now() - task->updated_at > keys_.retention_)
+        return std::nullopt;
     return Holder{task->id, task->pool, std::move(shard)};
 }
 

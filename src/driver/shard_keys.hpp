@@ -13,6 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cronoq::detail {
 
@@ -33,10 +35,26 @@ public:
     /// `refresh` ago (no mutex of the engine's held: it may read the store).
     bool others();
 
-    /// The task of another shard that holds `key` now, if any. Reads the
-    /// store (no mutex of the engine's held); none when it cannot be read
-    /// (a warning in the log): the engine's own word stands then.
-    std::optional<Holder> holder(const std::string& key);
+    /// The keys of one submission or batch looked up in the store: the
+    /// pools' shards are read once, at the first key a task of the store
+    /// holds, not once a key. Lives on one caller's stack, on one thread.
+    class Lookup {
+    public:
+        /// The task of another shard that holds `key` now, if any. Reads
+        /// the store (no mutex of the engine's held); none when it cannot
+        /// be read (a warning in the log): the engine's own word stands then.
+        std::optional<Holder> holder(const std::string& key);
+
+    private:
+        friend ShardKeys;
+        explicit Lookup(ShardKeys& keys) : keys_(keys) {}
+        ShardKeys& keys_;
+        /// (pool, shard) as `Journal::read_shards` gives it, once read.
+        std::optional<std::vector<std::pair<std::string, std::string>>> pools_;
+    };
+
+    /// A lookup for one submission or batch.
+    Lookup lookup() { return Lookup(*this); }
 
     /// How `shard` describes itself in refusals and skips.
     const std::string& shard() const { return shard_; }

@@ -5,8 +5,10 @@
 // leader SIGKILLed and replaced while the other goes on; a pool declared by
 // two shards refused at open; a shard restarted without a pool that still
 // has tasks refused at open; keys and awaited keys of another shard's tasks
-// seen by a leader's own submissions.
+// seen by a leader's own submissions, which read the pools' shards once
+// whatever their keys.
 #include "client_support.hpp"
+#include "shard_reads_counted.hpp"
 
 #include <cronoq/cronoq.hpp>
 #include <cronoq/store/journal.hpp>
@@ -15,6 +17,9 @@
 
 #include <csignal>
 #include <initializer_list>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -46,6 +51,52 @@ void expect_invalid_naming_both(F&& submit) {
         const std::string what = e.what();
         EXPECT_NE(what.find("shard \"a\""), std::string::npos) << what;
         EXPECT_NE(what.find("shard \"b\""), std::string::npos) << what;
+    }
+}
+
+/// The leader of shard "a" of `store`, with `pools`.
+template <class... Pools>
+test::Durable lead_shard_a(std::shared_ptr<Store> store, Pools... pools) {
+    auto builder = test::Durable::builder().shard("a");
+    (builder.pool(std::move(pools)), ...);
+    return builder.store(std::move(store)).open();
+}
+
+/// Shard b led by a process of its own (pool "pb") on a fresh store of
+/// `backend`, after a client ran one task there for each of `keys` (keyed
+/// by it): for a leader of shard a, in this process, to meet b's keys.
+struct ShardBHolds {
+    ShardBHolds(test::Backend backend, const std::vector<std::string>& keys) : store(backend) {
+        store.open().reset();
+        b.emplace(std::vector<std::string>{"shard-leader", store.location(), "b", "pb"});
+        if (b->read_line() != "L") throw std::runtime_error("shard b's leader never led");
+        auto client = test::TestClient::open(store.open());
+        for (const std::string& key : keys) {
+            auto handle = client.submit(to("pb", key));
+            EXPECT_EQ(*handle.get(), key + "@b");
+            ids.emplace(key, handle.id());
+        }
+    }
+    test::TestStore store;
+    std::optional<test::Child> b;
+    std::map<std::string, TaskId> ids;
+};
+
+/// Pool "pa" of shard a, whose tasks await a key nobody holds (yet).
+Pool<std::string, std::string> awaiting_pool() {
+    return test::identity_pool("pa").unknown_dependency(UnknownDependency::Await{30s});
+}
+
+/// `handle`'s task ended Skipped (it depends on a task of shard b), its
+/// message naming each of `names`.
+template <class Handle>
+void expect_skipped(Handle& handle, std::initializer_list<std::string> names = {}) {
+    try {
+        handle.get();
+        ADD_FAILURE() << "a task that depends on shard b's task ran in shard a";
+    } catch (const TaskFailure& e) {
+        EXPECT_EQ(e.status(), TaskStatus::Skipped) << e.what();
+        for (const auto& name : names) EXPECT_NE(e.message().find(name), std::string::npos) << e.message();
     }
 }
 
@@ -161,20 +212,8 @@ TEST_P(ShardProcesses, APoolDeclaredByTwoShardsIsRefusedAtOpenNamingBoth) {
 }
 
 TEST_P(ShardProcesses, ALeadersOwnSubmissionsSeeKeysHeldByTasksOfAnotherShard) {
-    test::TestStore store(GetParam());
-    store.open().reset();
-    test::Child b({"shard-leader", store.location(), "b", "pb"});
-    ASSERT_EQ(b.read_line(), "L");
-    auto client = test::TestClient::open(store.open());
-    auto held = client.submit(to("pb", "held"));
-    auto awaited = client.submit(to("pb", "awaited"));
-    EXPECT_EQ(*held.get(), "held@b");
-    EXPECT_EQ(*awaited.get(), "awaited@b");
-    auto sched = test::Durable::builder()
-                     .shard("a")
-                     .pool(test::identity_pool("pa").unknown_dependency(UnknownDependency::Await{30s}))
-                     .store(store.open())
-                     .open();
+    ShardBHolds b(GetParam(), {"held", "awaited"});
+    auto sched = lead_shard_a(b.store.open(), awaiting_pool());
     // A key is unique store-wide: shard b's task holds "held", so the
     // leader of shard a makes no second task of it.
     auto again = sched.try_submit(Task<std::string>("again").pool("pa").key("held"));
@@ -182,7 +221,7 @@ TEST_P(ShardProcesses, ALeadersOwnSubmissionsSeeKeysHeldByTasksOfAnotherShard) {
         ADD_FAILURE() << "a key held by shard b's task made a second task in shard a";
     } else {
         EXPECT_EQ(again.error(), SubmitError::Invalid);
-        for (const std::string& name : {"task " + std::to_string(held.id().value), std::string("shard \"a\""),
+        for (const std::string& name : {"task " + std::to_string(b.ids.at("held").value), std::string("shard \"a\""),
                                         std::string("shard \"b\"")})
             EXPECT_NE(again.message().find(name), std::string::npos) << again.message();
         EXPECT_FALSE(sched.find(TaskRef("again"))) << "the refused submission left a task";
@@ -190,14 +229,7 @@ TEST_P(ShardProcesses, ALeadersOwnSubmissionsSeeKeysHeldByTasksOfAnotherShard) {
     // A dependency awaiting that key can never be met in shard a: Skipped
     // at once (not at the end of the Await timeout), naming both shards.
     auto child = sched.submit(Task<std::string>("child").pool("pa").depends_on(Dep::on_success(TaskRef("awaited"))));
-    try {
-        child.get();
-        ADD_FAILURE() << "a task that depends on shard b's task ran in shard a";
-    } catch (const TaskFailure& e) {
-        EXPECT_EQ(e.status(), TaskStatus::Skipped) << e.what();
-        EXPECT_NE(e.message().find("shard \"a\""), std::string::npos) << e.message();
-        EXPECT_NE(e.message().find("shard \"b\""), std::string::npos) << e.message();
-    }
+    expect_skipped(child, {"shard \"a\"", "shard \"b\""});
     // Keys of its own shard and keys nobody holds go on as before.
     auto own = sched.submit(Task<std::string>("own").pool("pa").key("own"));
     EXPECT_EQ(sched.try_submit(Task<std::string>("own-again").pool("pa").key("own")).value().id(), own.id());
@@ -209,28 +241,49 @@ TEST_P(ShardProcesses, ALeadersOwnSubmissionsSeeKeysHeldByTasksOfAnotherShard) {
     sched.shutdown(0s);
 }
 
+TEST_P(ShardProcesses, ALeadersSubmissionOrBatchReadsThePoolsShardsOnceWhateverItsKeys) {
+    ShardBHolds b(GetParam(), {"k0", "k1", "k2", "k3"});
+    std::vector<Dep> on_b;
+    for (const auto& [key, id] : b.ids) on_b.push_back(Dep::on_success(TaskRef(key)));
+    auto counted = std::make_shared<test::ShardReadsCounted>(b.store.open());
+    auto sched = lead_shard_a(counted, awaiting_pool());
+    // Each submission reads whether other shards lead (at most once) and
+    // the pools' shards once, not once a key it looks up.
+    Task<std::string> on_all("one");
+    on_all.pool("pa");
+    for (const Dep& dep : on_b) on_all.depends_on(dep);
+    std::size_t before = counted->shard_reads();
+    auto one = sched.submit(std::move(on_all));
+    EXPECT_LE(counted->shard_reads() - before, 2u) << "a submission read the shards once per key";
+    expect_skipped(one);
+    const auto one_each = [&] {
+        std::vector<Task<std::string>> tasks;
+        for (const Dep& dep : on_b) tasks.push_back(std::move(Task<std::string>("each").pool("pa").depends_on(dep)));
+        return tasks;
+    };
+    before = counted->shard_reads();
+    auto batch = sched.submit_batch(one_each());
+    EXPECT_LE(counted->shard_reads() - before, 2u) << "a batch read the shards once per key";
+    for (auto& handle : batch) expect_skipped(handle);
+    before = counted->shard_reads();
+    auto many = sched.try_submit_many(one_each());
+    EXPECT_LE(counted->shard_reads() - before, 2u) << "try_submit_many read the shards once per key";
+    for (auto& result : many) expect_skipped(result.value());
+    sched.shutdown(0s);
+}
+
 TEST_P(ShardProcesses, ALeaderRestartedWithoutAPoolThatStillHasTasksIsRefusedAtOpenNamingIt) {
     test::TestStore store(GetParam());
     {
-        auto sched = test::Durable::builder()
-                         .shard("a")
-                         .pool(test::identity_pool("pa"))
-                         .pool(test::identity_pool("pq"))
-                         .store(store.open())
-                         .open();
+        auto sched = lead_shard_a(store.open(), test::identity_pool("pa"), test::identity_pool("pq"));
         sched.submit(Task<std::string>("later").pool("pq").key("later").start_in(1h));
         sched.shutdown(0s);
     }
     expect_refused_at_open(
-        [&] { return test::Durable::builder().shard("a").pool(test::identity_pool("pa")).store(store.open()).open(); },
+        [&] { return lead_shard_a(store.open(), test::identity_pool("pa")); },
         "shard a gave up pool pq while it held an unfinished task", {"pool \"pq\"", "shard \"a\""});
     // Declared again, the pool's task is still there to run.
-    auto sched = test::Durable::builder()
-                     .shard("a")
-                     .pool(test::identity_pool("pa"))
-                     .pool(test::identity_pool("pq"))
-                     .store(store.open())
-                     .open();
+    auto sched = lead_shard_a(store.open(), test::identity_pool("pa"), test::identity_pool("pq"));
     const auto task = sched.find(TaskRef("later"));
     ASSERT_TRUE(task);
     EXPECT_EQ(task->status(), TaskStatus::Scheduled);
