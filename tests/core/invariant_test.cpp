@@ -283,25 +283,19 @@ TEST_P(InvariantTest, RandomCallsThenCompleteEverything) {
     sim.run_to_end(Ending::CompleteEverything);
     if (HasFailure()) return;
     EXPECT_GT(sim.submitted(), 100u);
-    // The run exercised every way an attempt ends.
-    PoolCounters sum;
-    for (PoolId p = 0; p < 3; ++p) {
-        const PoolCounters& c = sim.expected(p);
-        sum.succeeded += c.succeeded;
-        sum.failed += c.failed;
-        sum.dead_lettered += c.dead_lettered;
-        sum.cancelled += c.cancelled;
-        sum.retried += c.retried;
-        sum.timed_out += c.timed_out;
-        sum.lease_expired += c.lease_expired;
-    }
-    EXPECT_GT(sum.succeeded, 0u);
-    EXPECT_GT(sum.failed, 0u);
-    EXPECT_GT(sum.dead_lettered, 0u);
-    EXPECT_GT(sum.cancelled, 0u);
-    EXPECT_GT(sum.retried, 0u);
-    EXPECT_GT(sum.timed_out, 0u);
-    EXPECT_GT(sum.lease_expired, 0u);
+    // The run exercised every way an attempt ends, in one pool or another.
+    const auto in_any_pool = [&](std::uint64_t PoolCounters::*count) {
+        std::uint64_t sum = 0;
+        for (PoolId p = 0; p < 3; ++p) sum += sim.expected(p).*count;
+        return sum;
+    };
+    EXPECT_GT(in_any_pool(&PoolCounters::succeeded), 0u);
+    EXPECT_GT(in_any_pool(&PoolCounters::failed), 0u);
+    EXPECT_GT(in_any_pool(&PoolCounters::dead_lettered), 0u);
+    EXPECT_GT(in_any_pool(&PoolCounters::cancelled), 0u);
+    EXPECT_GT(in_any_pool(&PoolCounters::retried), 0u);
+    EXPECT_GT(in_any_pool(&PoolCounters::timed_out), 0u);
+    EXPECT_GT(in_any_pool(&PoolCounters::lease_expired), 0u);
     if (sim.ordering().sharing() && suite.default_run()) {
         EXPECT_GT(sim.ordering().owed_dispatches(), 0u) << "no dispatch was decided by a share";
     }

@@ -14,6 +14,13 @@ using S = TaskStatus;
 
 RetryPolicy fixed(std::uint32_t attempts, Duration initial) { return RetryPolicy{attempts, initial, 2.0, 60s, false}; }
 
+// No timer is left: the engine asks for no wakeup, and a tick at `later` does nothing.
+void expect_no_timer(Harness& h, Time later) {
+    EXPECT_FALSE(h.engine.next_wakeup().has_value());
+    h.tick(later);
+    EXPECT_TRUE(h.last.empty());
+}
+
 // ---- timeouts -------------------------------------------------------------------------------
 
 TEST(TimeoutTest, AttemptIsAbortedAtExactlyItsTimeoutAndRetried) {
@@ -94,9 +101,7 @@ TEST(TimeoutTest, CompletionBeforeTheTimeoutLeavesNoTimer) {
     const TaskId task = h.submit(TaskSpec{.pool = pool, .timeout = 10s}, t0);
     ASSERT_TRUE(h.complete(h.lease_of(task), Outcome::success(), t0 + 10s - 1ns));
     EXPECT_EQ(h.engine.status(task), S::Succeeded);
-    EXPECT_FALSE(h.engine.next_wakeup().has_value());
-    h.tick(t0 + 10s);
-    EXPECT_TRUE(h.last.empty());
+    expect_no_timer(h, t0 + 10s);
 }
 
 TEST(TimeoutTest, TimeoutBeyondTheEndOfTimeMeansNoTimeout) {
@@ -105,9 +110,7 @@ TEST(TimeoutTest, TimeoutBeyondTheEndOfTimeMeansNoTimeout) {
     Harness h;
     const PoolId pool = h.add_pool(PoolConfig{"p", 1});
     const TaskId task = h.submit(TaskSpec{.pool = pool, .timeout = Duration::max()}, t0 + 10s);
-    EXPECT_FALSE(h.engine.next_wakeup().has_value());
-    h.tick(t0 + 1000000s);
-    EXPECT_TRUE(h.last.empty());
+    expect_no_timer(h, t0 + 1000000s);
     EXPECT_EQ(h.engine.status(task), S::Running);
 }
 
@@ -192,9 +195,7 @@ TEST(LeaseTest, TtlBeyondTheEndOfTimeNeverExpires) {
     const PoolId pool = h.add_pool(PoolConfig{.name = "p", .capacity = 1, .lease_ttl = Duration::max()});
     const TaskId task = h.submit(TaskSpec{.pool = pool}, t0 + 10s);
     EXPECT_TRUE(h.heartbeat(h.lease_of(task), t0 + 20s));
-    EXPECT_FALSE(h.engine.next_wakeup().has_value());
-    h.tick(t0 + 1000000s);
-    EXPECT_TRUE(h.last.empty());
+    expect_no_timer(h, t0 + 1000000s);
     EXPECT_EQ(h.engine.status(task), S::Running);
 }
 
@@ -370,9 +371,7 @@ TEST(CancelTest, CancellingARetryingTaskEndsItAndItsTimer) {
     EXPECT_TRUE(h.cancel(task, t0 + 1s));
     EXPECT_EQ(h.engine.status(task), S::Cancelled);
     EXPECT_EQ(h.engine.counters(pool).retrying, 0u);
-    EXPECT_FALSE(h.engine.next_wakeup().has_value());
-    h.tick(t0 + 5s);
-    EXPECT_TRUE(h.last.empty());
+    expect_no_timer(h, t0 + 5s);
 }
 
 TEST(CancelTest, CancelOfTaskIdZeroLeavesEveryTaskAlone) {

@@ -24,6 +24,14 @@ asio::awaitable<Result<int>> flaky(TaskContext ctx, std::shared_ptr<const int> x
     co_return *x;
 }
 
+// Pool "p" whose attempts run `flaky`.
+Sched flaky_scheduler(asio::io_context& io) {
+    return Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+}
+
+// The events of a task that succeeded at its first attempt.
+const std::vector<TaskStatus> ran_once{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded};
+
 asio::awaitable<Result<int>> wait_for_cancel(TaskContext ctx, std::shared_ptr<const int>) {
     co_await ctx.cancelled();
     co_return TaskError::cancelled();
@@ -39,6 +47,12 @@ std::vector<TaskStatus> statuses(const std::vector<StatusEvent>& events) {
     std::vector<TaskStatus> out;
     for (const auto& e : events) out.push_back(e.status);
     return out;
+}
+
+// `events` are those of task `id` alone, which succeeded at its first attempt.
+void expect_ran_once(const std::vector<StatusEvent>& events, TaskId id) {
+    EXPECT_EQ(statuses(events), ran_once);
+    for (const auto& e : events) EXPECT_EQ(e.id, id);
 }
 
 std::vector<std::uint32_t> attempts(const std::vector<StatusEvent>& events) {
@@ -75,7 +89,7 @@ TEST(Events, SuccessfulTaskYieldsReadyRunningSucceeded) {
     io.poll();
     ASSERT_EQ(h.status(), TaskStatus::Succeeded);
     const auto events = drain(stream);
-    EXPECT_EQ(statuses(events), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
+    EXPECT_EQ(statuses(events), ran_once);
     EXPECT_EQ(attempts(events), (std::vector<std::uint32_t>{0, 1, 1}));
     for (const auto& e : events) {
         EXPECT_EQ(e.id, h.id());
@@ -89,7 +103,7 @@ TEST(Events, SuccessfulTaskYieldsReadyRunningSucceeded) {
 
 TEST(Events, TaskWithoutKeyOrKindHasEmptyOnes) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto stream = sched.subscribe();
     auto h = sched.try_submit(Task<int>(1)).value();
     io.run();
@@ -102,7 +116,7 @@ TEST(Events, TaskWithoutKeyOrKindHasEmptyOnes) {
 
 TEST(Events, EventsBeforeSubscribingAreNotDelivered) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto before = sched.try_submit(Task<int>(1)).value();
     io.run();
     auto stream = sched.subscribe();
@@ -143,7 +157,7 @@ TEST(Events, RetriedTaskShowsRetryingWithTheErrorThenRunsAgain) {
     io.poll();
     ASSERT_EQ(h.status(), TaskStatus::Succeeded);
     const auto second = drain(stream);
-    EXPECT_EQ(statuses(second), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
+    EXPECT_EQ(statuses(second), ran_once);
     EXPECT_EQ(attempts(second), (std::vector<std::uint32_t>{1, 2, 2}));
     for (const auto& e : second) {
         EXPECT_EQ(e.id, h.id());
@@ -205,7 +219,7 @@ TEST(Events, SubscribersAreIndependent) {
     io.run();
     auto r2 = drain(reader);
     r1.insert(r1.end(), r2.begin(), r2.end());
-    EXPECT_EQ(statuses(r1), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
+    EXPECT_EQ(statuses(r1), ran_once);
     EXPECT_EQ(reader.dropped(), 0u);
     EXPECT_EQ(idle.dropped(), 1u);
     EXPECT_EQ(statuses(drain(idle)), (std::vector{TaskStatus::Running, TaskStatus::Succeeded}));
@@ -213,7 +227,7 @@ TEST(Events, SubscribersAreIndependent) {
 
 TEST(Events, NextSuspendsUntilAnEventArrives) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto stream = sched.subscribe();
     std::vector<StatusEvent> seen;
     bool done = false;
@@ -229,13 +243,12 @@ TEST(Events, NextSuspendsUntilAnEventArrives) {
     io.restart();
     io.run();  // returns once the reader has seen the terminal event
     EXPECT_TRUE(done);
-    EXPECT_EQ(statuses(seen), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
-    for (const auto& e : seen) EXPECT_EQ(e.id, h.id());
+    expect_ran_once(seen, h.id());
 }
 
 TEST(Events, NextAfterShutdownDrainsThenReturnsNullopt) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto stream = sched.subscribe();
     auto h = sched.try_submit(Task<int>(1)).value();
     io.run();
@@ -243,7 +256,7 @@ TEST(Events, NextAfterShutdownDrainsThenReturnsNullopt) {
     // Queued events are still delivered, then the end.
     std::vector<StatusEvent> seen;
     cronoq::test::run(io, read_until_terminal(&stream, &seen));
-    EXPECT_EQ(statuses(seen), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
+    EXPECT_EQ(statuses(seen), ran_once);
     EXPECT_EQ(cronoq::test::run(io, read_one(&stream)), std::nullopt);
     EXPECT_EQ(cronoq::test::run(io, read_one(&stream)), std::nullopt);  // stays ended
     // A stream subscribed after the shutdown is ended from the start.
@@ -296,7 +309,7 @@ struct CancellableReader {
 
 TEST(Events, CancellingAWaitingReaderAbortsItAndLosesNoEvent) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto stream = sched.subscribe();
     CancellableReader reader(io, stream);
     auto& [signal, error, done, got] = reader;
@@ -318,13 +331,13 @@ TEST(Events, CancellingAWaitingReaderAbortsItAndLosesNoEvent) {
     EXPECT_EQ(h.status(), TaskStatus::Succeeded);
     std::vector<StatusEvent> seen;
     cronoq::test::run(io, read_until_terminal(&stream, &seen));
-    EXPECT_EQ(statuses(seen), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
+    EXPECT_EQ(statuses(seen), ran_once);
     EXPECT_EQ(stream.dropped(), 0u);
 }
 
 TEST(Events, CancellationRacingAnArrivingEventLosesNoEvent) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto stream = sched.subscribe();
     CancellableReader reader(io, stream);
     auto& [signal, error, done, got] = reader;
@@ -341,13 +354,12 @@ TEST(Events, CancellationRacingAnArrivingEventLosesNoEvent) {
     else EXPECT_TRUE(error);
     auto rest = drain(stream);
     seen.insert(seen.end(), rest.begin(), rest.end());
-    EXPECT_EQ(statuses(seen), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
-    for (const auto& e : seen) EXPECT_EQ(e.id, h.id());
+    expect_ran_once(seen, h.id());
 }
 
 TEST(Events, ClosedStreamStopsReceivingButKeepsQueuedEvents) {
     asio::io_context io;
-    auto sched = Sched::builder().pool(Pool<int, int>("p").executor_fn(flaky)).build(io.get_executor());
+    auto sched = flaky_scheduler(io);
     auto stream = sched.subscribe();
     auto first = sched.try_submit(Task<int>(1)).value();
     io.run();
@@ -358,8 +370,7 @@ TEST(Events, ClosedStreamStopsReceivingButKeepsQueuedEvents) {
     EXPECT_EQ(second.status(), TaskStatus::Succeeded);
     std::vector<StatusEvent> seen;
     cronoq::test::run(io, read_until_terminal(&stream, &seen));
-    EXPECT_EQ(statuses(seen), (std::vector{TaskStatus::Ready, TaskStatus::Running, TaskStatus::Succeeded}));
-    for (const auto& e : seen) EXPECT_EQ(e.id, first.id());
+    expect_ran_once(seen, first.id());
     EXPECT_EQ(cronoq::test::run(io, read_one(&stream)), std::nullopt);
 }
 }  // namespace events_test

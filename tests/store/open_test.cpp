@@ -60,12 +60,7 @@ TEST(SqliteOpen, CreatesTheStoreReadableByItsOwnerOnly) {
 TEST(SqliteOpen, AStoreOfSchemaVersionTwoMigratesToThree) {
     ScratchDir dir;
     const auto file = dir.file("s.db");
-    {
-        Reports reports;
-        auto store = SqliteStore::open(file);
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-    }
+    ASSERT_TRUE(commit_and_close(SqliteStore::open(file), {insert_batch(1)}));
     RawDb(file).exec(std::string(sqlite_v4_to_v3) +
                      "DROP TABLE inbox; DROP TABLE shard_config; DELETE FROM meta WHERE name = 'next_client_id'; "
                      "PRAGMA user_version = 2");
@@ -74,10 +69,7 @@ TEST(SqliteOpen, AStoreOfSchemaVersionTwoMigratesToThree) {
     EXPECT_EQ(raw.query_int("PRAGMA user_version"), 4);
     EXPECT_EQ(raw.query_int("SELECT value FROM meta WHERE name = 'next_client_id'"),
               static_cast<std::int64_t>(store::first_client_task_id));
-    ASSERT_TRUE(store->get_task(TaskId{1}));
-    const auto got = store->client_access().submit({task_row(0)});
-    EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
-    EXPECT_EQ(store->journal().read_inbox(10).size(), 1u);
+    expect_clients_after_migration(*store);
 }
 
 // Schema version 4 made shards (docs/store.md, "Shards"): a version 3
@@ -87,13 +79,8 @@ TEST(SqliteOpen, AStoreOfSchemaVersionTwoMigratesToThree) {
 TEST(SqliteOpen, AStoreOfSchemaVersionThreeMigratesToFourKeepingItsLeaseAsTheDefaultShards) {
     ScratchDir dir;
     const auto file = dir.file("s.db");
-    {
-        Reports reports;
-        auto store = SqliteStore::open(file);
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(store::Batch{{store::HighWaterMarks{4096, 77}}})));
-    }
+    const store::Batch marks{{store::HighWaterMarks{4096, 77}}};
+    ASSERT_TRUE(commit_and_close(SqliteStore::open(file), {insert_batch(1), marks}));
     RawDb(file).exec(std::string(sqlite_v4_to_v3) + "UPDATE leader SET epoch = 6; "
                                                      "INSERT INTO recurring (name, definition) VALUES ('nightly', 'd')");
     {
@@ -109,23 +96,12 @@ TEST(SqliteOpen, AStoreOfSchemaVersionThreeMigratesToFourKeepingItsLeaseAsTheDef
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM shard_pools"), 0);
     EXPECT_EQ(raw.query_int("SELECT count(*) FROM recurring WHERE shard = 'default'"), 1);
     ASSERT_TRUE(store->get_task(TaskId{1}));
-    store->journal().lead(reports.handlers());
-    ASSERT_TRUE(reports.wait_leading());
-    EXPECT_EQ(reports.recovered->epoch, 7u);
-    EXPECT_EQ(reports.recovered->marks.next_task_id, 4096u);
-    EXPECT_EQ(reports.recovered->marks.next_lease_id, 77u);
-    ASSERT_EQ(reports.recovered->tasks.size(), 1u);
-    ASSERT_EQ(reports.recovered->recurring.size(), 1u);
+    expect_takes_over_the_v3_lease(*store, reports);
 }
 
 TEST(SqliteOpen, ReopensAnExistingStore) {
     ScratchDir dir;
-    {
-        Reports reports;
-        auto store = SqliteStore::open(dir.file("s.db"));
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-    }
+    ASSERT_TRUE(commit_and_close(SqliteStore::open(dir.file("s.db")), {insert_batch(1)}));
     auto store = SqliteStore::open(dir.file("s.db"));
     ASSERT_TRUE(store->get_task(TaskId{1}));
     EXPECT_EQ(store->get_task(TaskId{1})->payload, "payload-1");

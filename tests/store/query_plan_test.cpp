@@ -64,13 +64,7 @@ TEST(SqliteQueryPlan, EveryWalkReadsAnIndexInIdOrder) {
 TEST(SqliteQueryPlan, AStoreOfSchemaVersionOneMigratesAndKeepsItsRows) {
     ScratchDir dir;
     const auto file = dir.file("s.db");
-    {
-        Reports reports;
-        auto store = SqliteStore::open(file);
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(2))));
-    }
+    ASSERT_TRUE(commit_and_close(SqliteStore::open(file), {insert_batch(1), insert_batch(2)}));
     {
         // Back to version 1 as it was written: no fair_key, no query
         // indexes, none of version 3's client tables.

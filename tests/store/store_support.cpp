@@ -1,5 +1,9 @@
 #include "store_support.hpp"
 
+#include <cronoq/store/client_access.hpp>
+
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -29,6 +33,33 @@ store::TaskRow task_row(std::uint64_t id, std::optional<std::string> key) {
 }
 
 store::Batch insert_batch(std::uint64_t id) { return store::Batch{{store::TaskInserted{task_row(id)}}}; }
+
+bool commit_and_close(std::shared_ptr<Store> store, std::initializer_list<store::Batch> batches) {
+    Reports reports;
+    // Declared after `reports`, so that the store reports its release before they go.
+    const std::shared_ptr<Store> leading = std::move(store);
+    leading->journal().lead(reports.handlers());
+    for (const store::Batch& batch : batches)
+        if (!reports.wait_committed(leading->journal().enqueue(batch))) return false;
+    return true;
+}
+
+void expect_takes_over_the_v3_lease(Store& store, Reports& reports) {
+    store.journal().lead(reports.handlers());
+    ASSERT_TRUE(reports.wait_leading());
+    EXPECT_EQ(reports.recovered->epoch, 7u);
+    EXPECT_EQ(reports.recovered->marks.next_task_id, 4096u);
+    EXPECT_EQ(reports.recovered->marks.next_lease_id, 77u);
+    EXPECT_EQ(reports.recovered->tasks.size(), 1u);
+    EXPECT_EQ(reports.recovered->recurring.size(), 1u);
+}
+
+void expect_clients_after_migration(Store& store) {
+    ASSERT_TRUE(store.get_task(TaskId{1}));
+    const auto got = store.client_access().submit({task_row(0)});
+    EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
+    EXPECT_EQ(store.journal().read_inbox(10).size(), 1u);
+}
 
 store::LeadHandlers Reports::handlers(std::chrono::nanoseconds retention) {
     store::LeadHandlers h;

@@ -13,6 +13,8 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,6 +55,22 @@ private:
     std::mutex mutex_;
     std::condition_variable changed_;
 };
+
+/// Leads `store`, commits `batches` one after another and lets the store
+/// go (it releases the lead): a store with rows for a test to reopen,
+/// tamper with or migrate. False when a commit was not reported.
+[[nodiscard]] bool commit_and_close(std::shared_ptr<Store> store, std::initializer_list<store::Batch> batches);
+
+/// A store migrated to the clients' schema (version 3 and later) that held
+/// task 1 before still holds it, and a client's submission gets the first
+/// id of the client range and an inbox entry.
+void expect_clients_after_migration(Store& store);
+
+/// Leads `store`, migrated from schema version 3, where the "default"
+/// shard's lease was in epoch 6 with marks {4096, 77}, one task and one
+/// schedule: it takes over in epoch 7 and recovers all of that. `reports`
+/// must outlive the store (its destruction reports to them).
+void expect_takes_over_the_v3_lease(Store& store, Reports& reports);
 
 /// SQL that takes a SQLite store of schema version 4 back to version 3 as
 /// that version wrote it: one leader row (id 1, the "default" shard's), no

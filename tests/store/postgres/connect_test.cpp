@@ -66,13 +66,7 @@ TEST_F(PgConnect, SchemaChecksAtConnect) {
 // "Queries"): a version 1 store migrates at connect and keeps its rows.
 TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
     PgSchema schema;
-    {
-        Reports reports;
-        auto store = connect(schema);
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(2))));
-    }
+    ASSERT_TRUE(commit_and_close(connect(schema), {insert_batch(1), insert_batch(2)}));
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
     raw.exec(v4_to_v3(q));
@@ -96,12 +90,7 @@ TEST_F(PgConnect, ASchemaOfVersionOneMigratesAndKeepsItsRows) {
 // ids out from the client range.
 TEST_F(PgConnect, ASchemaOfVersionTwoMigratesToThree) {
     PgSchema schema;
-    {
-        Reports reports;
-        auto store = connect(schema);
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-    }
+    ASSERT_TRUE(commit_and_close(connect(schema), {insert_batch(1)}));
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
     raw.exec(v4_to_v3(q));
@@ -111,10 +100,7 @@ TEST_F(PgConnect, ASchemaOfVersionTwoMigratesToThree) {
     EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 4);
     EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'next_client_id'"),
               static_cast<std::int64_t>(store::first_client_task_id));
-    ASSERT_TRUE(store->get_task(TaskId{1}));
-    const auto got = store->client_access().submit({task_row(0)});
-    EXPECT_EQ(got.at(0).id, TaskId{store::first_client_task_id});
-    EXPECT_EQ(store->journal().read_inbox(10).size(), 1u);
+    expect_clients_after_migration(*store);
 }
 
 // Schema version 4 made shards (docs/store.md, "Shards"): a version 3
@@ -122,13 +108,8 @@ TEST_F(PgConnect, ASchemaOfVersionTwoMigratesToThree) {
 // shard's, its epoch and marks kept.
 TEST_F(PgConnect, ASchemaOfVersionThreeMigratesToFourKeepingItsLeaseAsTheDefaultShards) {
     PgSchema schema;
-    {
-        Reports reports;
-        auto store = connect(schema);
-        store->journal().lead(reports.handlers());
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(insert_batch(1))));
-        ASSERT_TRUE(reports.wait_committed(store->journal().enqueue(store::Batch{{store::HighWaterMarks{4096, 77}}})));
-    }
+    const store::Batch marks{{store::HighWaterMarks{4096, 77}}};
+    ASSERT_TRUE(commit_and_close(connect(schema), {insert_batch(1), marks}));
     RawPg raw;
     const std::string q = "\"" + schema.name() + "\"";
     raw.exec(v4_to_v3(q));
@@ -140,13 +121,7 @@ TEST_F(PgConnect, ASchemaOfVersionThreeMigratesToFourKeepingItsLeaseAsTheDefault
     EXPECT_EQ(raw.number("SELECT value FROM " + q + ".meta WHERE name = 'schema_version'"), 4);
     EXPECT_EQ(raw.number("SELECT epoch FROM " + q + ".leader WHERE shard = 'default'"), 6);
     EXPECT_EQ(raw.number("SELECT count(*) FROM " + q + ".shard_pools"), 0);
-    store->journal().lead(reports.handlers());
-    ASSERT_TRUE(reports.wait_leading());
-    EXPECT_EQ(reports.recovered->epoch, 7u);
-    EXPECT_EQ(reports.recovered->marks.next_task_id, 4096u);
-    EXPECT_EQ(reports.recovered->marks.next_lease_id, 77u);
-    EXPECT_EQ(reports.recovered->tasks.size(), 1u);
-    EXPECT_EQ(reports.recovered->recurring.size(), 1u);
+    expect_takes_over_the_v3_lease(*store, reports);
 }
 
 TEST_F(PgConnect, UnreachableServerFailsAfterTheConnectTimeout) {
