@@ -62,15 +62,20 @@ constexpr int tasks_per_shard = 50000;
 constexpr std::chrono::seconds hang_limit = 300s;
 
 
-/// One shard's leader: its store object, its io_context and thread.
-struct ShardRun {
-    asio::io_context io{1};
-    std::optional<cronoq_bench::Runners> runners;
-    std::shared_ptr<cronoq::Store> store;
-    std::optional<Sched> sched;
-};
+/// The name of the `k`th shard: "s0", "s1"...
+std::string shard_name(int k) {
+    // Appended, not "s" + to_string: GCC 12's -Wrestrict false positive at -O2.
+    std::string shard = "s";
+    shard += std::to_string(k);
+    return shard;
+}
 
-void BM_ShardThroughput(benchmark::State& state) {
+/// What both benchmarks share: a throw-away server, a fresh schema per
+/// iteration named `prefix`<shards>_<round>, and the figures.
+/// `iteration(conninfo, schema, shards)` opens that many leaders, runs
+/// them and gives the time it measured, in seconds, or an error.
+template <class Iteration>
+void run_iterations(benchmark::State& state, const std::string& prefix, Iteration&& iteration) {
     const auto shards = static_cast<int>(state.range(0));
     std::optional<cronoq::bench::PostgresServer> server;
     try {
@@ -82,61 +87,73 @@ void BM_ShardThroughput(benchmark::State& state) {
     int round = 0;
     std::int64_t done_tasks = 0;
     for (auto _ : state) {
-        cronoq::PostgresStoreConfig config;
-        config.schema = "shards_" + std::to_string(shards) + "_" + std::to_string(round++);
-        std::vector<std::unique_ptr<ShardRun>> runs;
+        const std::string schema = prefix + std::to_string(shards) + "_" + std::to_string(round++);
         std::string error;
-        for (int k = 0; k < shards; ++k) {
-            auto run = std::make_unique<ShardRun>();
-            run->runners.emplace(run->io, 1);
-            run->store = cronoq::PostgresStore::connect(server->conninfo(), config);
-            // Appended, not "s" + to_string: GCC 12's -Wrestrict false positive at -O2.
-            std::string shard = "s";
-            shard += std::to_string(k);
-            auto opened = asio::co_spawn(run->io, open_leader(run->store, std::move(shard)), asio::use_future);
-            cronoq_bench::wait_or_abort(opened, "open", hang_limit);
-            try {
-                run->sched = opened.get();
-            } catch (const std::exception& e) {
-                error = std::string("open: ") + e.what();
-            }
-            runs.push_back(std::move(run));
-        }
+        const double seconds = iteration(server->conninfo(), schema, shards, error);
         if (!error.empty()) {
             state.SkipWithError(error.c_str());
             break;
         }
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<std::future<std::int64_t>> done;
-        for (auto& run : runs)
-            done.push_back(asio::co_spawn(run->io, cronoq_bench::submit_many_and_sum(*run->sched, tasks_per_shard),
-                                          asio::use_future));
-        for (auto& d : done) {
-            const std::string wrong =
-                cronoq_bench::check_sum(d, cronoq_bench::expected_sum(tasks_per_shard), "BM_ShardThroughput", hang_limit);
-            if (!wrong.empty() && error.empty()) error = wrong;
-        }
-        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        for (auto& run : runs) {
-            auto stop = [sched = *run->sched]() mutable -> asio::awaitable<void> {
-                auto op = sched.shutdown(0s);
-                co_await std::move(op);
-            };
-            auto stopped = asio::co_spawn(run->io, stop, asio::use_future);
-            cronoq_bench::wait_or_abort(stopped, "shutdown", hang_limit);
-            run->sched.reset();
-            run->runners->stop();
-            run->store.reset();
-        }
-        if (!error.empty()) {
-            state.SkipWithError(error.c_str());
-            break;
-        }
+        state.SetIterationTime(seconds);
         done_tasks += static_cast<std::int64_t>(shards) * tasks_per_shard;
     }
     state.SetItemsProcessed(done_tasks);
     state.counters["shards"] = shards;
 }
+
+/// One shard's leader: its store object, its io_context and thread.
+struct ShardRun {
+    asio::io_context io{1};
+    std::optional<cronoq_bench::Runners> runners;
+    std::shared_ptr<cronoq::Store> store;
+    std::optional<Sched> sched;
+};
+
+/// Times the shards' leaders in this process, each on an io_context thread of its own.
+double run_in_process(const std::string& conninfo, const std::string& schema, int shards, std::string& error) {
+    cronoq::PostgresStoreConfig config;
+    config.schema = schema;
+    std::vector<std::unique_ptr<ShardRun>> runs;
+    for (int k = 0; k < shards; ++k) {
+        auto run = std::make_unique<ShardRun>();
+        run->runners.emplace(run->io, 1);
+        run->store = cronoq::PostgresStore::connect(conninfo, config);
+        auto opened = asio::co_spawn(run->io, open_leader(run->store, shard_name(k)), asio::use_future);
+        cronoq_bench::wait_or_abort(opened, "open", hang_limit);
+        try {
+            run->sched = opened.get();
+        } catch (const std::exception& e) {
+            error = std::string("open: ") + e.what();
+        }
+        runs.push_back(std::move(run));
+    }
+    if (!error.empty()) return 0;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::future<std::int64_t>> done;
+    for (auto& run : runs)
+        done.push_back(asio::co_spawn(run->io, cronoq_bench::submit_many_and_sum(*run->sched, tasks_per_shard),
+                                      asio::use_future));
+    for (auto& d : done) {
+        const std::string wrong =
+            cronoq_bench::check_sum(d, cronoq_bench::expected_sum(tasks_per_shard), "BM_ShardThroughput", hang_limit);
+        if (!wrong.empty() && error.empty()) error = wrong;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto& run : runs) {
+        auto stop = [sched = *run->sched]() mutable -> asio::awaitable<void> {
+            auto op = sched.shutdown(0s);
+            co_await std::move(op);
+        };
+        auto stopped = asio::co_spawn(run->io, stop, asio::use_future);
+        cronoq_bench::wait_or_abort(stopped, "shutdown", hang_limit);
+        run->sched.reset();
+        run->runners->stop();
+        run->store.reset();
+    }
+    return seconds;
+}
+
+void BM_ShardThroughput(benchmark::State& state) { run_iterations(state, "shards_", run_in_process); }
 BENCHMARK(BM_ShardThroughput)->Arg(1)->Arg(2)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 /// A shard's leader process (cronoq_bench_shard_leader), spoken to by lines
@@ -190,50 +207,31 @@ private:
     std::FILE* out_ = nullptr;
 };
 
-void BM_ShardThroughputProcesses(benchmark::State& state) {
-    const auto shards = static_cast<int>(state.range(0));
-    std::optional<cronoq::bench::PostgresServer> server;
-    try {
-        server.emplace();
-    } catch (const std::exception& e) {
-        state.SkipWithError((std::string("PostgreSQL server: ") + e.what()).c_str());
-        return;
+/// Times the shards' leaders as processes of their own, as deployed.
+double run_as_processes(const std::string& conninfo, const std::string& schema, int shards, std::string& error) {
+    cronoq::PostgresStoreConfig config;
+    config.schema = schema;
+    // The schema made here first: the leaders open a store that exists.
+    cronoq::PostgresStore::connect(conninfo, config).reset();
+    std::vector<std::unique_ptr<LeaderProcess>> leaders;
+    for (int k = 0; k < shards && error.empty(); ++k) {
+        leaders.push_back(std::make_unique<LeaderProcess>(conninfo, config.schema, shard_name(k)));
+        // One at a time, as BM_ShardThroughput opens them.
+        if (auto line = leaders.back()->read_line(); line != "ready") error = "open: " + line;
     }
+    if (!error.empty()) return 0;
     const std::string done_line = "done " + std::to_string(cronoq_bench::expected_sum(tasks_per_shard));
-    int round = 0;
-    std::int64_t done_tasks = 0;
-    for (auto _ : state) {
-        cronoq::PostgresStoreConfig config;
-        config.schema = "shard_processes_" + std::to_string(shards) + "_" + std::to_string(round++);
-        // The schema made here first: the leaders open a store that exists.
-        cronoq::PostgresStore::connect(server->conninfo(), config).reset();
-        std::vector<std::unique_ptr<LeaderProcess>> leaders;
-        std::string error;
-        for (int k = 0; k < shards && error.empty(); ++k) {
-            std::string shard = "s";
-            shard += std::to_string(k);
-            leaders.push_back(std::make_unique<LeaderProcess>(server->conninfo(), config.schema, shard));
-            // One at a time, as BM_ShardThroughput opens them.
-            if (auto line = leaders.back()->read_line(); line != "ready") error = "open: " + line;
-        }
-        if (!error.empty()) {
-            state.SkipWithError(error.c_str());
-            break;
-        }
-        const auto start = std::chrono::steady_clock::now();
-        for (auto& leader : leaders) leader->start();
-        for (auto& leader : leaders)
-            if (auto line = leader->read_line(); line != done_line && error.empty()) error = line;
-        state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        leaders.clear();  // each shuts down and exits; waited for
-        if (!error.empty()) {
-            state.SkipWithError(error.c_str());
-            break;
-        }
-        done_tasks += static_cast<std::int64_t>(shards) * tasks_per_shard;
-    }
-    state.SetItemsProcessed(done_tasks);
-    state.counters["shards"] = shards;
+    const auto start = std::chrono::steady_clock::now();
+    for (auto& leader : leaders) leader->start();
+    for (auto& leader : leaders)
+        if (auto line = leader->read_line(); line != done_line && error.empty()) error = line;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    leaders.clear();  // each shuts down and exits; waited for
+    return seconds;
+}
+
+void BM_ShardThroughputProcesses(benchmark::State& state) {
+    run_iterations(state, "shard_processes_", run_as_processes);
 }
 BENCHMARK(BM_ShardThroughputProcesses)->Arg(1)->Arg(2)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
