@@ -15,6 +15,7 @@
 
 #include <csignal>
 #include <map>
+#include <optional>
 
 namespace cronoq::test::serve_workers_test {
 namespace {
@@ -95,49 +96,55 @@ void expect_all_succeeded(const std::filesystem::path& file, const std::map<std:
     test::expect_all_succeeded(*SqliteStore::open(file), acknowledged, new_leader);
 }
 
-TEST(ServeWorkers, AWorkerFollowsTheLeadThroughASigkillOfTheLeader) {
+/// Two replicas on one SQLite store, for a worker that follows the lead
+/// through a SIGKILL: `first` leads and submitted `tasks` tasks of 150 ms
+/// each, all acknowledged; `second` waits as a standby.
+struct FollowTheLead {
+    static constexpr int tasks = 16;
     ScratchDir dir;
-    constexpr int tasks = 16;
-    Replica first = sqlite_replica(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"});
-    ASSERT_EQ(first.child->read_until("O"), "O");
-    const auto acknowledged = first.acknowledged(tasks);
-    ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
-    Replica second = sqlite_replica(dir.file("s.db"), {"await=" + std::to_string(tasks)});
-    ASSERT_NE(second.port, 0);
+    std::optional<Replica> first, second;
+    std::map<std::string, std::uint64_t> acknowledged;
+
+    void start() {
+        first.emplace(sqlite_replica(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"}));
+        ASSERT_EQ(first->child->read_until("O"), "O");
+        acknowledged = first->acknowledged(tasks);
+        ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
+        second.emplace(sqlite_replica(dir.file("s.db"), {"await=" + std::to_string(tasks)}));
+        ASSERT_NE(second->port, 0);
+    }
+
+    /// A worker given the gRPC target `target` runs a task, `first` is
+    /// SIGKILLed; `second` leads, and every acknowledged task succeeds.
+    void expect_worker_follows(const std::string& target) {
+        Child worker({"worker", "target=" + target, "token=secret", "name=w", "slots=4", "backoff_ms=50"});
+        ASSERT_TRUE(worker.read_until("S "));  // running on the leader
+        first->child->signal(SIGKILL);
+        first->child->wait();
+        ASSERT_EQ(second->child->read_until("O"), "O");
+        expect_all_succeeded(dir.file("s.db"), acknowledged, *second->child);
+    }
+};
+
+TEST(ServeWorkers, AWorkerFollowsTheLeadThroughASigkillOfTheLeader) {
+    FollowTheLead run;
+    ASSERT_NO_FATAL_FAILURE(run.start());
     // A target listing both replicas, the leader first.
-    Child worker({"worker", "target=ipv4:" + first.address() + "," + second.address(), "token=secret", "name=w",
-                  "slots=4", "backoff_ms=50"});
-    ASSERT_TRUE(worker.read_until("S "));  // running on the first leader
-    first.child->signal(SIGKILL);
-    first.child->wait();
-    ASSERT_EQ(second.child->read_until("O"), "O");
-    expect_all_succeeded(dir.file("s.db"), acknowledged, *second.child);
+    run.expect_worker_follows("ipv4:" + run.first->address() + "," + run.second->address());
 }
 
 TEST(ServeWorkers, AWorkerReachingAStandbyIsRedirectedToTheLeaderAndFollowsItsSigkill) {
-    ScratchDir dir;
-    constexpr int tasks = 16;
-    Replica first = sqlite_replica(dir.file("s.db"), {"submit=" + std::to_string(tasks), "payload=wait_ms:150"});
-    ASSERT_EQ(first.child->read_until("O"), "O");
-    const auto acknowledged = first.acknowledged(tasks);
-    ASSERT_EQ(acknowledged.size(), static_cast<std::size_t>(tasks));
-    Replica second = sqlite_replica(dir.file("s.db"), {"await=" + std::to_string(tasks)});
-    ASSERT_NE(second.port, 0);
+    FollowTheLead run;
+    ASSERT_NO_FATAL_FAILURE(run.start());
     // The standby names the leader's advertised endpoint (its default: the
     // scheme, the listen host and the bound port).
-    const Refusal refused = register_at(second.address());
+    const Refusal refused = register_at(run.second->address());
     EXPECT_EQ(refused.code, grpc::StatusCode::FAILED_PRECONDITION);
     ASSERT_TRUE(refused.trailers.count("cronoq-shard-endpoint")) << refused.message;
-    EXPECT_EQ(refused.trailers.at("cronoq-shard-endpoint"), "http://" + first.address());
+    EXPECT_EQ(refused.trailers.at("cronoq-shard-endpoint"), "http://" + run.first->address());
     // A target listing both replicas, the standby first: gRPC picks it, and
     // it sends the worker to the leader.
-    Child worker({"worker", "target=ipv4:" + second.address() + "," + first.address(), "token=secret", "name=w",
-                  "slots=4", "backoff_ms=50"});
-    ASSERT_TRUE(worker.read_until("S "));  // running on the leader
-    first.child->signal(SIGKILL);
-    first.child->wait();
-    ASSERT_EQ(second.child->read_until("O"), "O");
-    expect_all_succeeded(dir.file("s.db"), acknowledged, *second.child);
+    run.expect_worker_follows("ipv4:" + run.second->address() + "," + run.first->address());
 }
 
 // Shards (docs/guide/replicas.md, "Shards"): a process that leads shard
