@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <vector>
 
 namespace cronoq::core::test::lifecycle_test {
 namespace {
@@ -13,6 +15,18 @@ namespace {
 using S = TaskStatus;
 
 RetryPolicy fixed(std::uint32_t attempts, Duration initial) { return RetryPolicy{attempts, initial, 2.0, 60s, false}; }
+
+// Nothing is aborted a nanosecond before `at`, and one attempt is at it:
+// that abort (none, and a failure, otherwise).
+std::optional<Abort> only_abort_at(Harness& h, Time at) {
+    h.tick(at - 1ns);
+    EXPECT_TRUE(h.aborts().empty());
+    h.tick(at);
+    const std::vector<Abort> aborts = h.aborts();
+    EXPECT_EQ(aborts.size(), 1u);
+    if (aborts.size() != 1) return std::nullopt;
+    return aborts[0];
+}
 
 // No timer is left: the engine asks for no wakeup, and a tick at `later` does nothing.
 void expect_no_timer(Harness& h, Time later) {
@@ -88,11 +102,9 @@ TEST(TimeoutTest, PoolDefaultTimeoutAppliesAndTaskTimeoutOverridesIt) {
     h.tick(t0 + 7s);
     ASSERT_EQ(h.aborts().size(), 1u);
     EXPECT_EQ(h.aborts()[0].task, own);
-    h.tick(t0 + 20s - 1ns);
-    EXPECT_TRUE(h.aborts().empty());
-    h.tick(t0 + 20s);
-    ASSERT_EQ(h.aborts().size(), 1u);
-    EXPECT_EQ(h.aborts()[0].task, by_pool);
+    const auto abort = only_abort_at(h, t0 + 20s);
+    ASSERT_TRUE(abort);
+    EXPECT_EQ(abort->task, by_pool);
 }
 
 TEST(TimeoutTest, CompletionBeforeTheTimeoutLeavesNoTimer) {
@@ -166,11 +178,9 @@ TEST(LeaseTest, LeaseExpiresOneTtlAfterTheLastHeartbeat) {
     ASSERT_TRUE(h.engine.next_wakeup().has_value());
     EXPECT_LE(*h.engine.next_wakeup(), t0 + 9s);  // never later than the expiry
     h.tick(t0 + 5s);
-    h.tick(t0 + 9s - 1ns);
-    EXPECT_TRUE(h.aborts().empty());
-    h.tick(t0 + 9s);
-    ASSERT_EQ(h.aborts().size(), 1u);
-    EXPECT_EQ(h.aborts()[0].reason, AbortReason::LeaseExpired);
+    const auto abort = only_abort_at(h, t0 + 9s);
+    ASSERT_TRUE(abort);
+    EXPECT_EQ(abort->reason, AbortReason::LeaseExpired);
 }
 
 TEST(LeaseTest, HeartbeatsDoNotExtendTheTimeout) {
@@ -182,11 +192,9 @@ TEST(LeaseTest, HeartbeatsDoNotExtendTheTimeout) {
         EXPECT_TRUE(h.heartbeat(lease, t));
         h.tick(t);
     }
-    h.tick(t0 + 12s - 1ns);
-    EXPECT_TRUE(h.aborts().empty());
-    h.tick(t0 + 12s);
-    ASSERT_EQ(h.aborts().size(), 1u);
-    EXPECT_EQ(h.aborts()[0].reason, AbortReason::Timeout);
+    const auto abort = only_abort_at(h, t0 + 12s);
+    ASSERT_TRUE(abort);
+    EXPECT_EQ(abort->reason, AbortReason::Timeout);
 }
 
 TEST(LeaseTest, TtlBeyondTheEndOfTimeNeverExpires) {
