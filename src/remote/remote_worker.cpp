@@ -169,6 +169,7 @@ private:
         deadline_->async_wait([self = shared_from_this()](std::error_code ec) {
             if (ec) return;  // moved, or the inbox closed
             self->armed_until_ = Clock::time_point::min();
+            std::lock_guard lock(self->mu_);
             if (self->wake_) self->wake_->cancel();
         });
     }
