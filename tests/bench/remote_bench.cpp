@@ -3,7 +3,7 @@
 // (cronoq_bench_remote_worker, 64 slots each) over loopback. Each iteration
 // batch: 10 000 trivial tasks (the worker answers the payload) submitted
 // with one try_submit_many, then every result awaited, the last submitted
-// first (submit_many_and_sum_last_first). `tasks_per_s` is the
+// first (remote_throughput says why). `tasks_per_s` is the
 // figure; compare it with BM_GrpcEchoBaseline (the bare transport) and
 // BM_DriverThroughput/1 (the same work, run in-process) of the same run.
 //
@@ -146,37 +146,19 @@ private:
     std::vector<pid_t> pids_;
 };
 
-/// Submits tasks 0..n-1 in one try_submit_many and sums every result, the
-/// last submitted first. Awaited in submission order, each result that
-/// came back while the consumer slept woke the scheduler's io_context
-/// thread (a post from gRPC's thread: about one wake-up per 3 tasks,
-/// docs/history/performance-notebook.md, "Remote writes, measured under
-/// load"); the last task ends about last, so the others are then ready
-/// and read without a wait. Every task's result is still awaited and read.
-asio::awaitable<std::int64_t> submit_many_and_sum_last_first(Sched sched, int n) {
-    std::vector<cronoq::Task<int>> tasks;
-    tasks.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) tasks.emplace_back(i);
-    auto submitted = sched.try_submit_many(std::move(tasks));
-    if (submitted.size() != static_cast<std::size_t>(n)) throw std::runtime_error("try_submit_many: wrong result count");
-    std::int64_t sum = 0;
-    for (auto it = submitted.rbegin(); it != submitted.rend(); ++it) {
-        if (!*it) throw std::runtime_error("try_submit_many: " + it->message());
-        auto wait = it->value().result();
-        std::shared_ptr<const int> out = co_await std::move(wait);
-        sum += *out;
-    }
-    co_return sum;
-}
-
 /// BM_RemoteThroughput, its consumer awaiting the results last first
-/// (`last_first`) or in submission order.
+/// (`last_first`) or in submission order. Awaited in submission order, each
+/// result that came back while the consumer slept woke the scheduler's
+/// io_context thread (a post from gRPC's thread: about one wake-up per 3
+/// tasks, docs/history/performance-notebook.md, "Remote workers: context
+/// switches, not bytes"); the last task ends about last, so the others are
+/// then ready and read without a wait. Every task's result is still awaited
+/// and read.
 void remote_throughput(benchmark::State& state, bool last_first) {
     RemoteSetup setup(static_cast<std::size_t>(state.range(0)));
     auto run_batch = [&] {
-        auto batch = last_first ? submit_many_and_sum_last_first(setup.sched(), remote_batch)
-                                : cronoq_bench::submit_many_and_sum(setup.sched(), remote_batch);
-        return setup.run(std::move(batch), remote_batch, "BM_RemoteThroughput");
+        return setup.run(cronoq_bench::submit_many_and_sum(setup.sched(), remote_batch, last_first), remote_batch,
+                         "BM_RemoteThroughput");
     };
     std::string error = setup.error;
     if (error.empty()) error = run_batch();
