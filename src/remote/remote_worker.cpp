@@ -90,6 +90,7 @@ public:
         opened_ = true;
         strand_.emplace(strand);
         wake_.emplace(strand);
+        deadline_.emplace(strand);
         return true;
     }
 
@@ -97,6 +98,7 @@ public:
     void close() {
         std::lock_guard lock(mu_);
         wake_.reset();
+        deadline_.reset();
         strand_.reset();
     }
 
@@ -127,6 +129,15 @@ public:
     /// The next event, or none once `until` passed. On the strand; a push
     /// between the check and the wait cancels the wait (its post runs on
     /// the strand, after this coroutine suspended).
+    ///
+    /// Two timers, so that a wait costs no system call: `wake_` waits
+    /// for ever and only a push (or the deadline) cancels it; `deadline_`
+    /// stays armed for `until` across waits and is moved only when
+    /// `until` changes (a heartbeat's or a drain's time). A timer that is
+    /// not the io_context's earliest is queued without touching the
+    /// kernel's timer; re-arming one timer for `until` at every wait made
+    /// it the earliest each time: a `timerfd_settime` per wake-up
+    /// (docs/remote.md, "Writes").
     asio::awaitable<std::optional<Event>> next(Clock::time_point until) {
         for (;;) {
             asio::steady_timer* wake = nullptr;
@@ -140,13 +151,29 @@ public:
                 wake = &*wake_;  // only close(), on this strand, resets it
             }
             if (Clock::now() >= until) co_return std::nullopt;
-            wake->expires_at(until);
+            arm_deadline(until);
+            wake->expires_at(Clock::time_point::max());
             std::error_code ec;
             co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
     }
 
 private:
+    /// On the strand. The deadline's handler only cancels the wait: the
+    /// waiting loop finds `until` passed.
+    void arm_deadline(Clock::time_point until) {
+        if (until == armed_until_) return;
+        armed_until_ = until;
+        deadline_->expires_at(until);  // cancels the wait for the former time
+        if (until == Clock::time_point::max()) return;
+        deadline_->async_wait([self = shared_from_this()](std::error_code ec) {
+            if (ec) return;  // moved, or the inbox closed
+            self->armed_until_ = Clock::time_point::min();
+            std::lock_guard lock(self->mu_);
+            if (self->wake_) self->wake_->cancel();
+        });
+    }
+
     std::mutex mu_;
     std::deque<Event> events_;
     bool opened_ = false;
@@ -154,6 +181,8 @@ private:
     bool wake_pending_ = false;
     std::optional<asio::strand<asio::any_io_executor>> strand_;
     std::optional<asio::steady_timer> wake_;
+    std::optional<asio::steady_timer> deadline_;
+    Clock::time_point armed_until_ = Clock::time_point::max();  // deadline_'s, on the strand
 };
 
 class Worker final : public RemoteWorkerCore, public std::enable_shared_from_this<Worker> {

@@ -74,16 +74,18 @@ private:
 };
 
 /// Submits tasks 0..n-1 in one try_submit_many, then awaits every result
-/// and returns their sum.
+/// and returns their sum; `last_first` awaits them from the last submitted
+/// (remote_bench.cpp says why).
 template <class Sched>
-asio::awaitable<std::int64_t> submit_many_and_sum(Sched sched, int n) {
+asio::awaitable<std::int64_t> submit_many_and_sum(Sched sched, int n, bool last_first = false) {
     std::vector<cronoq::Task<int>> tasks;
     tasks.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) tasks.emplace_back(i);
     auto submitted = sched.try_submit_many(std::move(tasks));
     if (submitted.size() != static_cast<std::size_t>(n)) throw std::runtime_error("try_submit_many: wrong result count");
     std::int64_t sum = 0;
-    for (auto& r : submitted) {
+    for (std::size_t k = 0; k < submitted.size(); ++k) {
+        auto& r = submitted[last_first ? submitted.size() - 1 - k : k];
         if (!r) throw std::runtime_error("try_submit_many: " + r.message());
         auto wait = r.value().result();
         std::shared_ptr<const int> out = co_await std::move(wait);

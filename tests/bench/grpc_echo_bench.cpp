@@ -157,11 +157,23 @@ public:
         if (ok) run(out_.pop());
     }
     void OnDone(const grpc::Status& status) override {
-        if (status.ok() && received_ == total_)
-            done_.set_value(sum_);
-        else
-            done_.set_exception(std::make_exception_ptr(std::runtime_error("stream ended: " + status.error_message())));
+        // The waiting thread may drop the stub and the channel as soon as
+        // the promise is set, and this reactor's ClientContext holds a
+        // reference to the channel too: set after `delete this`, so that
+        // the channel's last reference goes on the benchmark's thread and
+        // never on gRPC's callback thread, which would tear the channel
+        // and its callback queue down under its own feet, racing gRPC's
+        // shutdown (the rare abort `ref_counted.h:183 prior > 0` after
+        // this benchmark).
+        std::promise<std::int64_t> done = std::move(done_);
+        const bool complete = status.ok() && received_ == total_;
+        const std::int64_t sum = sum_;
+        std::string why = status.error_message();
         delete this;
+        if (complete)
+            done.set_value(sum);
+        else
+            done.set_exception(std::make_exception_ptr(std::runtime_error("stream ended: " + why)));
     }
 
 private:

@@ -2,7 +2,8 @@
 // WorkerServer in this process, `workers` worker processes
 // (cronoq_bench_remote_worker, 64 slots each) over loopback. Each iteration
 // batch: 10 000 trivial tasks (the worker answers the payload) submitted
-// with one try_submit_many, then every result awaited. `tasks_per_s` is the
+// with one try_submit_many, then every result awaited, the last submitted
+// first (remote_throughput says why). `tasks_per_s` is the
 // figure; compare it with BM_GrpcEchoBaseline (the bare transport) and
 // BM_DriverThroughput/1 (the same work, run in-process) of the same run.
 //
@@ -145,10 +146,18 @@ private:
     std::vector<pid_t> pids_;
 };
 
-void BM_RemoteThroughput(benchmark::State& state) {
+/// BM_RemoteThroughput, its consumer awaiting the results last first
+/// (`last_first`) or in submission order. Awaited in submission order, each
+/// result that came back while the consumer slept woke the scheduler's
+/// io_context thread (a post from gRPC's thread: about one wake-up per 3
+/// tasks, docs/history/performance-notebook.md, "Remote workers: context
+/// switches, not bytes"); the last task ends about last, so the others are
+/// then ready and read without a wait. Every task's result is still awaited
+/// and read.
+void remote_throughput(benchmark::State& state, bool last_first) {
     RemoteSetup setup(static_cast<std::size_t>(state.range(0)));
     auto run_batch = [&] {
-        return setup.run(cronoq_bench::submit_many_and_sum(setup.sched(), remote_batch), remote_batch,
+        return setup.run(cronoq_bench::submit_many_and_sum(setup.sched(), remote_batch, last_first), remote_batch,
                          "BM_RemoteThroughput");
     };
     std::string error = setup.error;
@@ -171,7 +180,16 @@ void BM_RemoteThroughput(benchmark::State& state) {
     state.counters["cpu_us_per_task"] = server_cpu + worker_cpu;
     state.SetItemsProcessed(state.iterations());
 }
+
+void BM_RemoteThroughput(benchmark::State& state) { remote_throughput(state, true); }
 BENCHMARK(BM_RemoteThroughput)->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// BM_RemoteThroughputInOrder/1: the same, the results awaited in submission
+// order, as before: each result that came back while the consumer slept
+// wakes the io_context thread. The worker path's own figure, apart from
+// the consumer.
+void BM_RemoteThroughputInOrder(benchmark::State& state) { remote_throughput(state, false); }
+BENCHMARK(BM_RemoteThroughputInOrder)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // BM_RemoteRoundTrip: one task at a time on one worker process, the latency
 // of a lone task (lease out, complete back): batching must not make it wait.
