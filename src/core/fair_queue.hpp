@@ -75,9 +75,10 @@ public:
             prefetched_for_ = rotation_.front().order;
             prefetch_rotation();
         }
-        const KeyQueue* k = find(top().key);
-        if (!k || k->fifo.empty()) return std::nullopt;
-        return k->fifo.front().slot;
+        // A stale entry's state may be another key's now: a hint still.
+        const KeyQueue& k = state_of(top());
+        if (k.fifo.empty()) return std::nullopt;
+        return k.fifo.front().slot;
     }
 
     /// The slot at the front of the key with the least tag among the keys
@@ -88,8 +89,8 @@ public:
         if (alone()) return unkeyed_head(live);
         while (!no_order()) {
             const HeapEntry first = top();
-            KeyQueue* k = find(first.key);
-            if (!k || k->live_order != first.order || k->parked) {
+            KeyQueue* k = &state_of(first);
+            if (k->live_order != first.order || k->parked) {
                 pop_top();
                 continue;
             }
@@ -121,8 +122,8 @@ public:
             return best;
         }
         const auto consider = [&](const HeapEntry& e) {
-            KeyQueue* k = find(e.key);
-            if (!k || k->live_order != e.order || k->parked) return;
+            KeyQueue* k = &state_of(e);
+            if (k->live_order != e.order || k->parked) return;
             // Emptied here, the key stays until `head` reaches its entry.
             drop_stale(*k, live);
             if (k->fifo.empty()) return;
@@ -150,7 +151,8 @@ public:
         }
         const bool from_rotation = top_in_rotation();
         const FairKeyId key = top().key;
-        KeyQueue& k = *find(key);
+        const std::uint32_t state = top().state;
+        KeyQueue& k = state_of(top());
         const std::uint32_t slot = k.fifo.front().slot;
         k.fifo.pop_front();
         --entries_;
@@ -162,7 +164,7 @@ public:
         }
         k.finish += k.step;
         k.live_order = next_order_++;
-        const HeapEntry next{k.finish, k.live_order, key};
+        const HeapEntry next{k.finish, k.live_order, key, state};
         if (from_rotation) {
             rotation_.pop_front();
             enqueue(next);
@@ -252,7 +254,14 @@ private:
         double finish;
         std::uint64_t order;  // ties: the key that waited longest for its tag
         FairKeyId key;
+        // Where the key's state was in the slab when the entry was made
+        // (in the padding): the order reaches a key's state without the
+        // index, whose line is one more load per decision. An entry whose
+        // order is not its state's `live_order` is stale, whoever holds
+        // that state now (orders are unique).
+        std::uint32_t state;
     };
+    static_assert(sizeof(HeapEntry) == 24);
     // Heap order: the least tag on top, then the earliest tagged.
     static bool after(const HeapEntry& a, const HeapEntry& b) {
         if (a.finish != b.finish) return a.finish > b.finish;
@@ -393,22 +402,24 @@ private:
     void prefetch_rotation() const {
         const std::size_t n = rotation_.size();
         if (n > 2) {
-            if (const std::uint32_t* i = index_.find(rotation_[2].key)) {
-                const char* state = reinterpret_cast<const char*>(&states_[*i]);
-                prefetch(state);
-                prefetch(state + sizeof(KeyQueue) - 1);
-            }
+            const char* state = reinterpret_cast<const char*>(&state_of(rotation_[2]));
+            prefetch(state);
+            prefetch(state + sizeof(KeyQueue) - 1);
         }
         if (n > 1) {
-            const KeyQueue* k = find(rotation_[1].key);
-            if (k && !k->fifo.empty()) prefetch(&k->fifo.front());
+            const KeyQueue& k = state_of(rotation_[1]);
+            if (!k.fifo.empty()) prefetch(&k.fifo.front());
         }
     }
     bool fits_rotation(const HeapEntry& e) const { return rotation_.empty() || !after(rotation_.back(), e); }
     void enqueue(FairKeyId key, KeyQueue& k) {
         k.live_order = next_order_++;
-        enqueue(HeapEntry{k.finish, k.live_order, key});
+        const auto state = key == 0 ? std::uint32_t{0} : static_cast<std::uint32_t>(&k - &states_[0]);
+        enqueue(HeapEntry{k.finish, k.live_order, key, state});
     }
+    // The state an entry of the order names (stale or not).
+    KeyQueue& state_of(const HeapEntry& e) { return e.key == 0 ? unkeyed_ : states_[e.state]; }
+    const KeyQueue& state_of(const HeapEntry& e) const { return e.key == 0 ? unkeyed_ : states_[e.state]; }
     void enqueue(const HeapEntry& e) {
         if (fits_rotation(e)) return rotation_.push_back(e);
         heap_.push_back(e);
