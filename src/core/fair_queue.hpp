@@ -23,7 +23,12 @@
 // with state here (no task of the class has a key), it stays out of the
 // heap too: a class of unkeyed tasks is a plain FIFO, with no heap entry
 // made and dropped each time it empties and fills again (the common case
-// of every class but the one holding the backlog).
+// of every class but the one holding the backlog). Likewise a keyed task
+// that arrives in a class holding nothing is its only key: its state is
+// kept aside (`solo_`), out of the index and the order, until another key
+// comes (a class whose tasks are served as they arrive makes and drops a
+// key's state per task: this way without an index entry, a slab entry or
+// a rotation entry each time).
 //
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
@@ -62,7 +67,7 @@ public:
     /// The slot at the front of the key on top, stale or not, without a
     /// change: what the next decision will likely read.
     std::optional<std::uint32_t> peek() const {
-        if (alone()) return unkeyed_.fifo.empty() ? std::nullopt : std::optional(unkeyed_.fifo.front().slot);
+        if (alone()) return lone().fifo.empty() ? std::nullopt : std::optional(lone().fifo.front().slot);
         if (no_order()) return std::nullopt;
         // Once per change of the rotation's front: the dispatcher peeks
         // after every decision of every class.
@@ -70,9 +75,10 @@ public:
             prefetched_for_ = rotation_.front().order;
             prefetch_rotation();
         }
-        const KeyQueue* k = find(top().key);
-        if (!k || k->fifo.empty()) return std::nullopt;
-        return k->fifo.front().slot;
+        // A stale entry's state may be another key's now: a hint still.
+        const KeyQueue& k = state_of(top());
+        if (k.fifo.empty()) return std::nullopt;
+        return k.fifo.front().slot;
     }
 
     /// The slot at the front of the key with the least tag among the keys
@@ -83,8 +89,8 @@ public:
         if (alone()) return unkeyed_head(live);
         while (!no_order()) {
             const HeapEntry first = top();
-            KeyQueue* k = find(first.key);
-            if (!k || k->live_order != first.order || k->parked) {
+            KeyQueue* k = &state_of(first);
+            if (k->live_order != first.order || k->parked) {
                 pop_top();
                 continue;
             }
@@ -109,14 +115,15 @@ public:
     std::optional<std::uint32_t> oldest(Live&& live, Older&& older) {
         std::optional<std::uint32_t> best;
         if (alone()) {
-            if (unkeyed_.parked) return best;
-            drop_stale(unkeyed_, live);
-            if (!unkeyed_.fifo.empty()) best = unkeyed_.fifo.front().slot;
+            KeyQueue& k = lone();
+            if (k.parked) return best;
+            drop_stale(k, live);  // an emptied solo key stays until `head`
+            if (!k.fifo.empty()) best = k.fifo.front().slot;
             return best;
         }
         const auto consider = [&](const HeapEntry& e) {
-            KeyQueue* k = find(e.key);
-            if (!k || k->live_order != e.order || k->parked) return;
+            KeyQueue* k = &state_of(e);
+            if (k->live_order != e.order || k->parked) return;
             // Emptied here, the key stays until `head` reaches its entry.
             drop_stale(*k, live);
             if (k->fifo.empty()) return;
@@ -133,17 +140,19 @@ public:
     /// Returns its slot.
     std::uint32_t pop() {
         if (alone()) {
-            KeyQueue& k = unkeyed_;
+            KeyQueue& k = lone();
             const std::uint32_t slot = k.fifo.front().slot;
             k.fifo.pop_front();
             --entries_;
             vtime_ = k.finish;
             k.finish += k.step;
+            if (solo_key_ != 0 && k.fifo.empty()) erase(solo_key_);
             return slot;
         }
         const bool from_rotation = top_in_rotation();
         const FairKeyId key = top().key;
-        KeyQueue& k = *find(key);
+        const std::uint32_t state = top().state;
+        KeyQueue& k = state_of(top());
         const std::uint32_t slot = k.fifo.front().slot;
         k.fifo.pop_front();
         --entries_;
@@ -155,7 +164,7 @@ public:
         }
         k.finish += k.step;
         k.live_order = next_order_++;
-        const HeapEntry next{k.finish, k.live_order, key};
+        const HeapEntry next{k.finish, k.live_order, key, state};
         if (from_rotation) {
             rotation_.pop_front();
             enqueue(next);
@@ -203,7 +212,7 @@ public:
 
     /// Starts loading the state of `key`, which a push will read soon.
     void prefetch_key(FairKeyId key) const {
-        if (key == 0) return;
+        if (key == 0 || alone()) return;  // no state, or the solo one: in cache
         if (const std::uint32_t* i = index_.find(key)) {
             const char* state = reinterpret_cast<const char*>(&states_[*i]);
             prefetch(state);
@@ -221,7 +230,7 @@ public:
     }
 
     /// Keys holding entries (live or stale), parked ones included.
-    std::size_t keys() const { return index_.size() + (unkeyed_.fifo.empty() ? 0 : 1); }
+    std::size_t keys() const { return index_.size() + (unkeyed_.fifo.empty() ? 0 : 1) + (solo_key_ != 0 ? 1 : 0); }
     /// Entries held, stale ones included.
     std::size_t entries() const { return entries_; }
 
@@ -245,7 +254,14 @@ private:
         double finish;
         std::uint64_t order;  // ties: the key that waited longest for its tag
         FairKeyId key;
+        // Where the key's state was in the slab when the entry was made
+        // (in the padding): the order reaches a key's state without the
+        // index, whose line is one more load per decision. An entry whose
+        // order is not its state's `live_order` is stale, whoever holds
+        // that state now (orders are unique).
+        std::uint32_t state;
     };
+    static_assert(sizeof(HeapEntry) == 24);
     // Heap order: the least tag on top, then the earliest tagged.
     static bool after(const HeapEntry& a, const HeapEntry& b) {
         if (a.finish != b.finish) return a.finish > b.finish;
@@ -253,8 +269,19 @@ private:
     }
 
     KeyQueue& key_queue(FairKeyId key) {
-        if (key == 0) return unkeyed_;
-        if (const std::uint32_t* i = index_.find(key)) return states_[*i];
+        if (key == 0) {
+            if (solo_key_ != 0) promote_solo();  // two keys now: they take turns
+            return unkeyed_;
+        }
+        if (key == solo_key_) return solo_;
+        if (!alone()) {
+            if (const std::uint32_t* i = index_.find(key)) return states_[*i];
+        } else if (solo_key_ != 0) {
+            promote_solo();
+        } else if (unkeyed_.fifo.empty()) {
+            solo_key_ = key;  // the class's only key (reset when it leaves)
+            return solo_;
+        }
         // The first keyed state: "" competes from now on, in the heap.
         if (alone() && !unkeyed_.fifo.empty() && !unkeyed_.parked) enqueue(0, unkeyed_);
         const std::uint32_t i = states_.acquire();
@@ -263,6 +290,7 @@ private:
     }
     KeyQueue* find(FairKeyId key) {
         if (key == 0) return &unkeyed_;
+        if (key == solo_key_) return &solo_;
         const std::uint32_t* i = index_.find(key);
         return i ? &states_[*i] : nullptr;
     }
@@ -271,6 +299,12 @@ private:
         if (key == 0) {
             unkeyed_.parked = false;
             return;  // its ring keeps its storage: the key "" is always there
+        }
+        if (key == solo_key_) {
+            solo_key_ = 0;
+            if (solo_.fifo.capacity() > small_ring) solo_.fifo = Ring<QueueRef>{};
+            reset(solo_);
+            return;
         }
         const std::uint32_t i = *index_.find(key);
         index_.erase(key);
@@ -284,20 +318,43 @@ private:
         // entry: a key that comes and goes (one task at a time in a class)
         // costs no allocation.
         if (states_[i].fifo.capacity() > small_ring) return states_.release(i);
-        KeyQueue& k = states_[i];
+        reset(states_[i]);
+        states_.recycle(i);
+    }
+    static void reset(KeyQueue& k) {
+        k.fifo.clear();
         k.finish = 0;
         k.step = 1;
         k.live_order = unordered;
         k.parked = false;
-        states_.recycle(i);
+    }
+    // A second key came: the solo key's state moves to the index and, if
+    // it competes, into the order, with its tag.
+    void promote_solo() {
+        const FairKeyId key = solo_key_;
+        solo_key_ = 0;
+        // Emptied by `oldest` and not parked: nothing to keep.
+        if (solo_.fifo.empty() && !solo_.parked) return reset(solo_);
+        const std::uint32_t i = states_.acquire();
+        index_.insert(key, i);
+        KeyQueue& k = states_[i];
+        std::swap(k.fifo, solo_.fifo);  // each keeps a ring's storage
+        k.finish = solo_.finish;
+        k.step = solo_.step;
+        k.parked = solo_.parked;
+        reset(solo_);
+        if (!k.parked && !k.fifo.empty()) enqueue(key, k);
     }
 
     void activate(FairKeyId key, KeyQueue& k) {
         k.finish = vtime_ + k.step;
         if (!alone()) enqueue(key, k);
     }
-    // No key but "" has state here: "" is served without the heap.
+    // No key has state in the index: the one key with entries, "" or the
+    // solo key, is served without the order.
     bool alone() const { return index_.size() == 0; }
+    KeyQueue& lone() { return solo_key_ != 0 ? solo_ : unkeyed_; }
+    const KeyQueue& lone() const { return solo_key_ != 0 ? solo_ : unkeyed_; }
     template <class Live>
     void drop_stale(KeyQueue& k, Live& live) {
         while (!k.fifo.empty() && !live(k.fifo.front())) {
@@ -307,10 +364,12 @@ private:
     }
     template <class Live>
     std::optional<std::uint32_t> unkeyed_head(Live& live) {
-        if (unkeyed_.parked) return std::nullopt;
-        drop_stale(unkeyed_, live);
-        if (unkeyed_.fifo.empty()) return std::nullopt;
-        return unkeyed_.fifo.front().slot;
+        KeyQueue& k = lone();
+        if (k.parked) return std::nullopt;
+        drop_stale(k, live);
+        if (!k.fifo.empty()) return k.fifo.front().slot;
+        if (solo_key_ != 0) erase(solo_key_);
+        return std::nullopt;
     }
     // The heap is 4-ary: a served key's tag grows past every other, so it
     // sinks to the bottom on most decisions; four children per level halve
@@ -343,22 +402,24 @@ private:
     void prefetch_rotation() const {
         const std::size_t n = rotation_.size();
         if (n > 2) {
-            if (const std::uint32_t* i = index_.find(rotation_[2].key)) {
-                const char* state = reinterpret_cast<const char*>(&states_[*i]);
-                prefetch(state);
-                prefetch(state + sizeof(KeyQueue) - 1);
-            }
+            const char* state = reinterpret_cast<const char*>(&state_of(rotation_[2]));
+            prefetch(state);
+            prefetch(state + sizeof(KeyQueue) - 1);
         }
         if (n > 1) {
-            const KeyQueue* k = find(rotation_[1].key);
-            if (k && !k->fifo.empty()) prefetch(&k->fifo.front());
+            const KeyQueue& k = state_of(rotation_[1]);
+            if (!k.fifo.empty()) prefetch(&k.fifo.front());
         }
     }
     bool fits_rotation(const HeapEntry& e) const { return rotation_.empty() || !after(rotation_.back(), e); }
     void enqueue(FairKeyId key, KeyQueue& k) {
         k.live_order = next_order_++;
-        enqueue(HeapEntry{k.finish, k.live_order, key});
+        const auto state = key == 0 ? std::uint32_t{0} : static_cast<std::uint32_t>(&k - &states_[0]);
+        enqueue(HeapEntry{k.finish, k.live_order, key, state});
     }
+    // The state an entry of the order names (stale or not).
+    KeyQueue& state_of(const HeapEntry& e) { return e.key == 0 ? unkeyed_ : states_[e.state]; }
+    const KeyQueue& state_of(const HeapEntry& e) const { return e.key == 0 ? unkeyed_ : states_[e.state]; }
     void enqueue(const HeapEntry& e) {
         if (fits_rotation(e)) return rotation_.push_back(e);
         heap_.push_back(e);
@@ -399,6 +460,10 @@ private:
 
     static constexpr std::size_t small_ring = 16;
     KeyQueue unkeyed_;
+    // The class's only key while no other has entries (0: none); then ""
+    // has none either and the index is empty.
+    FairKeyId solo_key_ = 0;
+    KeyQueue solo_;
     // The other active keys: an index by key id (dense_key_index.hpp) into
     // a slab of states, reused.
     DenseKeyIndex index_;

@@ -224,5 +224,44 @@ TEST(FairQueue, AKeyLeavingStaleFromTheTopHandsBackToTheKeyEmpty) {
     EXPECT_EQ(f.q.entries(), 0u);
 }
 
+// A keyed task arriving in an empty class is its only key, kept aside from
+// the index and the order (fair_queue.hpp, `solo_`): when other keys come it
+// competes with the tag it reached, and nothing of it stays once it empties.
+TEST(FairQueue, AKeyAloneKeepsItsTagWhenOthersArriveAndLeavesNoState) {
+    Fixture f;
+    for (int i = 0; i < 3; ++i) f.add(7);
+    f.serve(2);  // key 7 at tag 3, the virtual time at 2
+    EXPECT_EQ(f.q.keys(), 1u);
+    for (int i = 0; i < 3; ++i) {
+        f.add(8);
+        f.add(0);
+    }
+    std::vector<FairKeyId> order;
+    while (auto s = f.take()) order.push_back(f.key_of[*s]);
+    // Every tag is 3 at first: key 7 was first tagged, then 8, then "".
+    EXPECT_EQ(order, (std::vector<FairKeyId>{7, 8, 0, 8, 0, 8, 0}));
+    EXPECT_EQ(f.q.keys(), 0u);
+    EXPECT_EQ(f.q.entries(), 0u);
+
+    // Alone and stale: the head drops it and its state.
+    f.dead.insert(f.add(9));
+    EXPECT_EQ(f.take(), std::nullopt);
+    EXPECT_EQ(f.q.keys(), 0u);
+
+    // Alone and parked: it gives nothing, lets a newcomer through, and
+    // comes back when unparked.
+    const auto parked = f.add(4);
+    f.q.park(4);
+    EXPECT_EQ(f.take(), std::nullopt);
+    EXPECT_EQ(f.q.keys(), 1u);
+    const auto other = f.add(6);
+    EXPECT_EQ(f.take(), other);
+    f.q.unpark(4);
+    EXPECT_EQ(f.take(), parked);
+    EXPECT_EQ(f.take(), std::nullopt);
+    EXPECT_EQ(f.q.keys(), 0u);
+    EXPECT_EQ(f.q.entries(), 0u);
+}
+
 }  // namespace
 }  // namespace cronoq::core::detail

@@ -191,6 +191,35 @@ TEST_F(FairnessTest, SetFairWeightAppliesFromTheNextDecision) {
     EXPECT_NEAR(n["b"], 10, 2);
 }
 
+// Weights are kept per key id once a pool has any (fair_share.hpp): a key
+// interned after many others (its id past the array's first size) gets its
+// configured weight, and keys active when the pool's first weight is set
+// keep theirs (1) while the new one weighs what was set.
+TEST_F(FairnessTest, WeightsHoldForKeysInternedLateAndForKeysActiveWhenTheFirstIsSet) {
+    use(FairnessConfig{.weights = {{"late", 3.0}}});
+    for (int i = 0; i < 100; ++i) submit("filler-" + std::to_string(i), t0, P::High);
+    submit_many("late", 200, t0);
+    submit_many("b", 200, t0);
+    serve(100, t0 + 1s);  // the fillers, by class
+    auto n = count(serve(80, t0 + 1s));
+    EXPECT_NEAR(n["late"], 60, 1);
+    EXPECT_NEAR(n["b"], 20, 1);
+
+    use({});
+    running.reset();  // the first engine's
+    submit_many("a", 200, t0);
+    submit_many("b", 200, t0);
+    h->engine.set_fair_weight(pool, "c", 2.0, t0);  // the pool's first weight
+    n = count(serve(40, t0 + 1s));
+    EXPECT_NEAR(n["a"], 20, 1);
+    EXPECT_NEAR(n["b"], 20, 1);
+    submit_many("c", 200, t0 + 1s);
+    n = count(serve(80, t0 + 1s));
+    EXPECT_NEAR(n["c"], 40, 2);
+    EXPECT_NEAR(n["a"], 20, 2);
+    EXPECT_NEAR(n["b"], 20, 2);
+}
+
 TEST_F(FairnessTest, SetFairWeightChecksPoolAndWeight) {
     use({});
     EXPECT_THROW(h->engine.set_fair_weight(pool + 1, "a", 1.0, t0), ConfigError);
