@@ -35,6 +35,7 @@
 #include "dense_key_index.hpp"
 #include "prefetch.hpp"
 #include "queue_ref.hpp"
+#include "ref_ring.hpp"
 #include "ring.hpp"
 #include "slab.hpp"
 
@@ -56,7 +57,7 @@ public:
     void push(FairKeyId key, double weight, QueueRef ref, bool parked = false) {
         KeyQueue& k = key_queue(key);
         const bool was_idle = k.fifo.empty();
-        k.fifo.push_back(ref);
+        k.fifo.push_back(pool_, ref);
         ++entries_;
         if (!was_idle) return;  // its weight is current: set_weight keeps it
         k.step = 1.0 / weight;
@@ -240,8 +241,8 @@ private:
     static constexpr std::uint64_t unordered = (std::uint64_t{1} << 63) - 1;
     // One cache line (the slab aligns entries to lines): `parked` shares
     // the order's word, so that a key's state is one miss, not two.
-    struct KeyQueue {
-        Ring<QueueRef> fifo;
+    struct alignas(cache_line_bytes) KeyQueue {
+        RefRing fifo;  // its storage from pool_
         double finish = 0;
         double step = 1;
         // The order of its one live heap entry: unique over the queue's life,
@@ -249,7 +250,7 @@ private:
         std::uint64_t live_order : 63 = unordered;
         std::uint64_t parked : 1 = 0;
     };
-    static_assert(sizeof(KeyQueue) <= 64);
+    static_assert(sizeof(KeyQueue) == cache_line_bytes);
     struct HeapEntry {
         double finish;
         std::uint64_t order;  // ties: the key that waited longest for its tag
@@ -302,7 +303,7 @@ private:
         }
         if (key == solo_key_) {
             solo_key_ = 0;
-            if (solo_.fifo.capacity() > small_ring) solo_.fifo = Ring<QueueRef>{};
+            if (solo_.fifo.capacity() > small_ring) solo_.fifo.release(pool_);
             reset(solo_);
             return;
         }
@@ -317,7 +318,10 @@ private:
         // A small ring keeps its storage for the next key that takes the
         // entry: a key that comes and goes (one task at a time in a class)
         // costs no allocation.
-        if (states_[i].fifo.capacity() > small_ring) return states_.release(i);
+        if (states_[i].fifo.capacity() > small_ring) {
+            states_[i].fifo.release(pool_);
+            return states_.release(i);
+        }
         reset(states_[i]);
         states_.recycle(i);
     }
@@ -338,7 +342,7 @@ private:
         const std::uint32_t i = states_.acquire();
         index_.insert(key, i);
         KeyQueue& k = states_[i];
-        std::swap(k.fifo, solo_.fifo);  // each keeps a ring's storage
+        k.fifo.swap(solo_.fifo);  // each keeps a ring's storage
         k.finish = solo_.finish;
         k.step = solo_.step;
         k.parked = solo_.parked;
@@ -458,7 +462,10 @@ private:
         heap_[at] = moving;
     }
 
-    static constexpr std::size_t small_ring = 16;
+    static constexpr std::size_t small_ring = RefBlockPool::max_pooled;
+    // The storage of the keys' rings: dense, and on huge pages once large
+    // (ref_block_pool.hpp). Declared first, so that it outlives them.
+    RefBlockPool pool_;
     KeyQueue unkeyed_;
     // The class's only key while no other has entries (0: none); then ""
     // has none either and the index is empty.
