@@ -462,7 +462,7 @@ private:
         heap_[at] = moving;
     }
 
-    static constexpr std::size_t small_ring = RefBlockPool::max_pooled;
+    static constexpr std::size_t small_ring = 16;
     // The storage of the keys' rings: dense, and on huge pages once large
     // (ref_block_pool.hpp). Declared first, so that it outlives them.
     RefBlockPool pool_;

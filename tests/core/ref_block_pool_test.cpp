@@ -37,14 +37,27 @@ void expect_disjoint(std::vector<Held> held) {
 TEST(RefBlockPool, AGivenBlockIsTheNextOfItsSize) {
     RefBlockPool pool;
     QueueRef* a = pool.take(8);
+    QueueRef* a_buddy = pool.take(8);  // held: `a` cannot merge
     QueueRef* b = pool.take(16);
+    QueueRef* b_buddy = pool.take(16);
     pool.give(a, 8);
     pool.give(b, 16);
     EXPECT_EQ(pool.take(16), b);
     EXPECT_EQ(pool.take(8), a);
-    // Blocks are cache lines, aligned.
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % cache_line_bytes, 0u);
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b) % cache_line_bytes, 0u);
+    for (const QueueRef* p : {a, a_buddy, b, b_buddy}) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % cache_line_bytes, 0u);
+}
+
+TEST(RefBlockPool, FreedBuddiesMergeIntoTheLargerBlocksOfGrowingRings) {
+    RefBlockPool pool;
+    std::vector<QueueRef*> lines;
+    for (std::size_t i = 0; i < RefBlockPool::first_chunk_bytes / cache_line_bytes; ++i) lines.push_back(pool.take(8));
+    ASSERT_EQ(pool.chunk_bytes(), RefBlockPool::first_chunk_bytes);
+    QueueRef* first = *std::min_element(lines.begin(), lines.end());
+    std::shuffle(lines.begin(), lines.end(), std::mt19937(3));
+    for (QueueRef* p : lines) pool.give(p, 8);
+    // The chunk is one free block again: its whole size needs no new chunk.
+    EXPECT_EQ(pool.take(RefBlockPool::first_chunk_bytes / sizeof(QueueRef)), first);
+    EXPECT_EQ(pool.chunk_bytes(), RefBlockPool::first_chunk_bytes);
 }
 
 TEST(RefBlockPool, ChunksGrowGeometricallyToHugePagesAndLargeBlocksStayOut) {
@@ -52,9 +65,10 @@ TEST(RefBlockPool, ChunksGrowGeometricallyToHugePagesAndLargeBlocksStayOut) {
     EXPECT_EQ(pool.chunk_bytes(), 0u);
     pool.take(8);
     EXPECT_EQ(pool.chunk_bytes(), RefBlockPool::first_chunk_bytes);
-    QueueRef* big = pool.take(64);  // beyond max_pooled: its own allocation
+    const std::uint32_t large = 2 * RefBlockPool::max_pooled;  // its own allocation
+    QueueRef* big = pool.take(large);
     EXPECT_EQ(pool.chunk_bytes(), RefBlockPool::first_chunk_bytes);
-    pool.give(big, 64);
+    pool.give(big, large);
     std::vector<std::size_t> totals{pool.chunk_bytes()};
     while (pool.chunk_bytes() < 6 * huge_page_bytes) {
         pool.take(16);
@@ -86,7 +100,7 @@ TEST(RefBlockPool, BlocksHeldAtOnceNeverOverlap) {
             held.pop_back();
             continue;
         }
-        const std::uint32_t refs = std::uint32_t{8} << (rng() % 3);  // 8, 16, 32
+        const std::uint32_t refs = std::uint32_t{8} << (rng() % 6);  // 8 to 256
         held.push_back(Held{pool.take(refs), refs, mark++});
         fill(held.back());
     }
@@ -111,21 +125,20 @@ TEST(RefRing, GrowsAndShrinksThroughThePoolInOrder) {
     EXPECT_EQ(ring.size(), next_in - next_out);
     EXPECT_EQ(ring.capacity(), 512u);
     for (std::uint32_t i = 0; i < ring.size(); ++i) EXPECT_EQ(ring[i].slot, next_out + i);
-    // Grown past the pool's sizes, the ring gave its small blocks back:
-    // new rings of those sizes take them, and its own storage goes too.
-    const QueueRef* eight = pool.take(8);
-    const QueueRef* sixteen = pool.take(16);
-    EXPECT_EQ(pool.chunk_bytes(), RefBlockPool::first_chunk_bytes);
+    // Its storage goes back, merged with what it outgrew: no new chunk
+    // for a block of its size.
+    const std::size_t chunks = pool.chunk_bytes();
     ring.release(pool);
     EXPECT_EQ(ring.capacity(), 0u);
     EXPECT_TRUE(ring.empty());
+    QueueRef* again512 = pool.take(512);
+    EXPECT_EQ(pool.chunk_bytes(), chunks);
+    pool.give(again512, 512);
 
     // A small ring given back leaves its block to the next ring.
     RefRing small;
     small.push_back(pool, QueueRef{1, 1});
     const QueueRef* block = small.data();
-    EXPECT_NE(block, eight);
-    EXPECT_NE(block, sixteen);
     small.release(pool);
     RefRing again;
     again.push_back(pool, QueueRef{2, 2});
@@ -149,7 +162,7 @@ TEST(RefRing, RingsSharingAPoolKeepTheirOwnRefs) {
             ASSERT_EQ(rings[r].front().gen, out[r]++);
             rings[r].pop_front();
             // An emptied ring past the small sizes hands its storage back.
-            if (rings[r].empty() && rings[r].capacity() > RefBlockPool::max_pooled) rings[r].release(pool);
+            if (rings[r].empty() && rings[r].capacity() > 16) rings[r].release(pool);
         }
     }
     for (std::size_t r = 0; r < rings.size(); ++r) {
