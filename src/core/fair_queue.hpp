@@ -35,7 +35,6 @@
 #include "dense_key_index.hpp"
 #include "prefetch.hpp"
 #include "queue_ref.hpp"
-#include "ref_ring.hpp"
 #include "ring.hpp"
 #include "slab.hpp"
 
@@ -57,7 +56,7 @@ public:
     void push(FairKeyId key, double weight, QueueRef ref, bool parked = false) {
         KeyQueue& k = key_queue(key);
         const bool was_idle = k.fifo.empty();
-        k.fifo.push_back(pool_, ref);
+        k.fifo.push_back(ref);
         ++entries_;
         if (!was_idle) return;  // its weight is current: set_weight keeps it
         k.step = 1.0 / weight;
@@ -241,8 +240,8 @@ private:
     static constexpr std::uint64_t unordered = (std::uint64_t{1} << 63) - 1;
     // One cache line (the slab aligns entries to lines): `parked` shares
     // the order's word, so that a key's state is one miss, not two.
-    struct alignas(cache_line_bytes) KeyQueue {
-        RefRing fifo;  // its storage from pool_
+    struct KeyQueue {
+        Ring<QueueRef> fifo;
         double finish = 0;
         double step = 1;
         // The order of its one live heap entry: unique over the queue's life,
@@ -250,7 +249,7 @@ private:
         std::uint64_t live_order : 63 = unordered;
         std::uint64_t parked : 1 = 0;
     };
-    static_assert(sizeof(KeyQueue) == cache_line_bytes);
+    static_assert(sizeof(KeyQueue) <= 64);
     struct HeapEntry {
         double finish;
         std::uint64_t order;  // ties: the key that waited longest for its tag
@@ -303,7 +302,7 @@ private:
         }
         if (key == solo_key_) {
             solo_key_ = 0;
-            if (solo_.fifo.capacity() > small_ring) solo_.fifo.release(pool_);
+            if (solo_.fifo.capacity() > small_ring) solo_.fifo = Ring<QueueRef>{};
             reset(solo_);
             return;
         }
@@ -318,10 +317,7 @@ private:
         // A small ring keeps its storage for the next key that takes the
         // entry: a key that comes and goes (one task at a time in a class)
         // costs no allocation.
-        if (states_[i].fifo.capacity() > small_ring) {
-            states_[i].fifo.release(pool_);
-            return states_.release(i);
-        }
+        if (states_[i].fifo.capacity() > small_ring) return states_.release(i);
         reset(states_[i]);
         states_.recycle(i);
     }
@@ -342,7 +338,7 @@ private:
         const std::uint32_t i = states_.acquire();
         index_.insert(key, i);
         KeyQueue& k = states_[i];
-        k.fifo.swap(solo_.fifo);  // each keeps a ring's storage
+        std::swap(k.fifo, solo_.fifo);  // each keeps a ring's storage
         k.finish = solo_.finish;
         k.step = solo_.step;
         k.parked = solo_.parked;
@@ -463,9 +459,6 @@ private:
     }
 
     static constexpr std::size_t small_ring = 16;
-    // The storage of the keys' rings: dense, and on huge pages once large
-    // (ref_block_pool.hpp). Declared first, so that it outlives them.
-    RefBlockPool pool_;
     KeyQueue unkeyed_;
     // The class's only key while no other has entries (0: none); then ""
     // has none either and the index is empty.
