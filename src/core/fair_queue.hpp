@@ -39,6 +39,7 @@
 #include "slab.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -412,7 +413,10 @@ private:
         }
     }
     bool fits_rotation(const HeapEntry& e) const { return rotation_.empty() || !after(rotation_.back(), e); }
+    // A keyed state enters the order only from the slab: the solo key's
+    // (kept aside) never competes, since a second key promotes it first.
     void enqueue(FairKeyId key, KeyQueue& k) {
+        assert(key == 0 || (key != solo_key_ && &k >= &states_[0] && &k < &states_[0] + states_.size()));
         k.live_order = next_order_++;
         const auto state = key == 0 ? std::uint32_t{0} : static_cast<std::uint32_t>(&k - &states_[0]);
         enqueue(HeapEntry{k.finish, k.live_order, key, state});

@@ -76,7 +76,7 @@ void SchedulerCore::State::look_across_shards(std::span<Submission> list) {
 
 void SchedulerCore::State::look_across_shards(Submission& s, ShardKeys::Lookup& lookup) {
     const TaskRequest& r = s.request;
-    if (!shard_keys || s.refused) return;
+    if (s.refused) return;
     const bool keyed_deps = std::any_of(r.depends_on.begin(), r.depends_on.end(), [](const Dep& d) { return d.ref.key; });
     if (!r.key && !keyed_deps) return;
     if (!shard_keys->others()) return;  // a store of one shard: the engine knows every key

@@ -182,8 +182,10 @@ struct SchedulerCore::State {
     /// No mutex: before an in-process submission is admitted, refuses it
     /// or marks it to skip when its key or a key it depends on is held by a
     /// task of another shard (docs/store.md, "Keys across shards"). One
-    /// submission, or a batch's, which read the pools' shards once.
+    /// submission, or a batch's, which read the pools' shards once; without
+    /// a store of several shards, nothing.
     void look_across_shards(std::span<Submission> list) CRONOQ_EXCLUDES(mu);
+    /// One of them, with the lookup of its batch.
     void look_across_shards(Submission& s, ShardKeys::Lookup& lookup) CRONOQ_EXCLUDES(mu);
     /// Admits `r` as a new task in place of the ended task `old`
     /// (`Scheduler::retry`): the key moves to it (docs/guide/durability.md).

@@ -72,7 +72,7 @@ private:
 SubmitResult<std::shared_ptr<HandleState>> SchedulerCore::try_submit(TaskRequest r) {
     Submission s(r);
     s.encode_with(s_->encoder);
-    if (s_->shard_keys) s_->look_across_shards({&s, 1});  // with a store only
+    s_->look_across_shards({&s, 1});
     OneSubmission one(s);
     State::Step step(*s_);
     const auto now = s_->clock->now();
@@ -86,7 +86,7 @@ asio::awaitable<std::shared_ptr<HandleState>> SchedulerCore::submit(TaskRequest 
     State& s = *s_;
     Submission submission(r);
     submission.encode_with(s.encoder);
-    if (s.shard_keys) s.look_across_shards({&submission, 1});
+    s.look_across_shards({&submission, 1});
     if (submission.refused) throw SubmitException(submission.refused->first, submission.refused->second);
     std::shared_ptr<WaitList> turn;  // set when it is this submitter's turn
     std::shared_ptr<HandleState> handle;
@@ -168,7 +168,7 @@ void SchedulerCore::try_submit_many(ManyTasks& tasks) {
         requests[i] = std::move(tasks.task(i));
         list.emplace_back(requests[i]).encode_with(s.encoder);
     }
-    if (s.shard_keys) s.look_across_shards(list);
+    s.look_across_shards(list);
     auto sink = [&tasks](std::size_t, Admitted&& r) { tasks.result(std::move(r)); };
     SubmissionList<decltype(sink)> group(list, sink);
     State::Step step(s);
@@ -182,7 +182,7 @@ SubmitResult<std::vector<std::shared_ptr<HandleState>>> SchedulerCore::try_submi
     std::vector<Submission> list;
     list.reserve(requests.size());
     for (TaskRequest& r : requests) list.emplace_back(r).encode_with(s.encoder);
-    if (s.shard_keys) s.look_across_shards(list);
+    s.look_across_shards(list);
     std::vector<std::shared_ptr<HandleState>> handles;
     handles.reserve(list.size());
     std::optional<Admitted> refused;
