@@ -32,21 +32,26 @@ public:
 
     /// The hash a name is looked up by: 8 bytes at a time, inline (most
     /// tenant names take one or two steps; std::hash is a call into the
-    /// library that costs as much as the lookup itself), with a final mix
-    /// so that the low bits the table uses depend on every byte.
+    /// library that costs as much as the lookup itself), the last step an
+    /// 8-byte load ending at the name's end (overlapping the one before),
+    /// so that no name reads byte by byte past its first 8; a final mix so
+    /// that the low bits the table uses depend on every byte.
     static std::uint64_t hash(std::string_view name) {
         const char* p = name.data();
-        std::size_t n = name.size();
+        const std::size_t n = name.size();
         std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
         const auto step = [&h](std::uint64_t w) {
             h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
             h ^= h >> 31;
         };
-        for (; n >= 8; p += 8, n -= 8) step(load8(p));
-        if (n > 0) {
-            std::uint64_t w = 0;
-            for (std::size_t i = 0; i < n; ++i) w |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-            step(w);
+        if (n >= 8) {
+            for (std::size_t i = 0; i + 8 < n; i += 8) step(load8(p + i));
+            step(load8(p + n - 8));
+        } else if (n >= 4) {
+            step(load4(p) | std::uint64_t{load4(p + n - 4)} << 32);
+        } else if (n > 0) {
+            const auto byte = [p](std::size_t i) { return std::uint64_t{static_cast<unsigned char>(p[i])}; };
+            step(byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16);
         }
         h ^= h >> 33;
         h *= 0xff51afd7ed558ccdULL;
@@ -63,19 +68,10 @@ public:
     /// The same, `h` being hash(name).
     FairKeyId hold(std::string_view name, std::uint64_t h) {
         if (name.empty()) return 0;
-        // Up to three quarters full: the table is out of cache with
-        // thousands of keys, and the fewer lines and pages it spans, the
-        // more of it stays in cache and in the TLB; a lookup of a name
-        // held reads under two buckets on average at that load.
-        if ((size_ + 1) * 4 > buckets_.size() * 3) rehash(buckets_.size() * 2);
         for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
-            Bucket& b = buckets_[i];
-            if (b.id == 0) {
-                b = Bucket{low(h), allocate(name)};
-                ++size_;
-                return b.id;
-            }
-            if (b.hash == low(h) && names_[b.id] == name) {
+            const Bucket& b = buckets_[i];
+            if (b.id == 0) return insert(name, h);
+            if (b.hash == low(h) && same(names_[b.id], name)) {
                 ++holds_[b.id];
                 return b.id;
             }
@@ -96,7 +92,7 @@ public:
         for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
             const Bucket& b = buckets_[i];
             if (b.id == 0) return std::nullopt;
-            if (b.hash == low(h) && names_[b.id] == name) return b.id;
+            if (b.hash == low(h) && same(names_[b.id], name)) return b.id;
         }
     }
     /// Names held ("" not counted).
@@ -120,6 +116,37 @@ private:
         std::uint64_t w;
         std::memcpy(&w, p, sizeof w);
         return w;
+    }
+    static std::uint32_t load4(const char* p) {
+        std::uint32_t w;
+        std::memcpy(&w, p, sizeof w);
+        return w;
+    }
+    // The compare that confirms a hit, inline for names of 8 to 16 bytes
+    // (two overlapping loads a side) instead of a call to memcmp.
+    static bool same(std::string_view a, std::string_view b) {
+        if (a.size() != b.size()) return false;
+        const std::size_t n = a.size();
+        if (n < 8 || n > 16) return a == b;
+        const char* p = a.data();
+        const char* q = b.data();
+        return ((load8(p) ^ load8(q)) | (load8(p + n - 8) ^ load8(q + n - 8))) == 0;
+    }
+
+    // A name not held yet: its own bucket (the table grown first if it
+    // would pass three quarters full). Out of line: once per name, while
+    // every hit takes the loop above.
+    [[gnu::noinline]] FairKeyId insert(std::string_view name, std::uint64_t h) {
+        // Up to three quarters full: the table is out of cache with
+        // thousands of keys, and the fewer lines and pages it spans, the
+        // more of it stays in cache and in the TLB; a lookup of a name
+        // held reads under two buckets on average at that load.
+        if ((size_ + 1) * 4 > buckets_.size() * 3) rehash(buckets_.size() * 2);
+        std::size_t i = h & mask_;
+        while (buckets_[i].id != 0) i = (i + 1) & mask_;
+        buckets_[i] = Bucket{low(h), allocate(name)};
+        ++size_;
+        return buckets_[i].id;
     }
 
     FairKeyId allocate(std::string_view name) {

@@ -70,12 +70,6 @@ public:
     std::optional<std::uint32_t> peek() const {
         if (alone()) return lone().fifo.empty() ? std::nullopt : std::optional(lone().fifo.front().slot);
         if (no_order()) return std::nullopt;
-        // Once per change of the rotation's front: the dispatcher peeks
-        // after every decision of every class.
-        if (top_in_rotation() && rotation_.front().order != prefetched_for_) {
-            prefetched_for_ = rotation_.front().order;
-            prefetch_rotation();
-        }
         // A stale entry's state may be another key's now: a hint still.
         const KeyQueue& k = state_of(top());
         if (k.fifo.empty()) return std::nullopt;
@@ -147,9 +141,16 @@ public:
             --entries_;
             vtime_ = k.finish;
             k.finish += k.step;
-            if (solo_key_ != 0 && k.fifo.empty()) erase(solo_key_);
+            if (solo_key_ != 0 && k.fifo.empty()) drop_solo();
             return slot;
         }
+        return pop_ordered();
+    }
+
+private:
+    // `pop` among keys in the order: out of line, so that a class of one
+    // key (every class of a pool without keys) inlines only the lines above.
+    [[gnu::noinline]] std::uint32_t pop_ordered() {
         const bool from_rotation = top_in_rotation();
         const FairKeyId key = top().key;
         const std::uint32_t state = top().state;
@@ -161,6 +162,7 @@ public:
         if (k.fifo.empty()) {
             pop_top();
             erase(key);
+            prefetch_rotation();
             return slot;
         }
         k.finish += k.step;
@@ -169,6 +171,7 @@ public:
         if (from_rotation) {
             rotation_.pop_front();
             enqueue(next);
+            prefetch_rotation();
         } else if (fits_rotation(next)) {
             pop_heap();
             rotation_.push_back(next);
@@ -181,6 +184,7 @@ public:
         return slot;
     }
 
+public:
     /// A key served outside this queue (its task with a deadline, or one
     /// back from a resource, won on score): charged one dispatch, so that
     /// its share counts every dispatch of its class.
@@ -301,12 +305,7 @@ private:
             unkeyed_.parked = false;
             return;  // its ring keeps its storage: the key "" is always there
         }
-        if (key == solo_key_) {
-            solo_key_ = 0;
-            if (solo_.fifo.capacity() > small_ring) solo_.fifo = Ring<QueueRef>{};
-            reset(solo_);
-            return;
-        }
+        if (key == solo_key_) return drop_solo();
         const std::uint32_t i = *index_.find(key);
         index_.erase(key);
         // No keyed state left: what the heap holds is stale, or the entry
@@ -321,6 +320,13 @@ private:
         if (states_[i].fifo.capacity() > small_ring) return states_.release(i);
         reset(states_[i]);
         states_.recycle(i);
+    }
+    // The solo key's last entry went (inline: a class served as its tasks
+    // arrive does this once a task).
+    void drop_solo() {
+        solo_key_ = 0;
+        if (solo_.fifo.capacity() > small_ring) solo_.fifo = Ring<QueueRef>{};
+        reset(solo_);
     }
     static void reset(KeyQueue& k) {
         k.fifo.clear();
@@ -369,7 +375,7 @@ private:
         if (k.parked) return std::nullopt;
         drop_stale(k, live);
         if (!k.fifo.empty()) return k.fifo.front().slot;
-        if (solo_key_ != 0) erase(solo_key_);
+        if (solo_key_ != 0) drop_solo();
         return std::nullopt;
     }
     // The heap is 4-ary: a served key's tag grows past every other, so it
@@ -400,6 +406,9 @@ private:
     // the ring of the key next but one (its state loaded by now), and
     // (the caller, from `peek`) the front task of the key next. One
     // decision's chain of misses (state, ring, task) costs one miss's wait.
+    // Called by `pop` as it moves the rotation: a `Low` decision in four
+    // here, so a check in `peek` (after every decision of every class)
+    // for a changed front was a branch the processor could not predict.
     void prefetch_rotation() const {
         const std::size_t n = rotation_.size();
         if (n > 2) {
@@ -477,8 +486,6 @@ private:
     double vtime_ = 0;
     std::uint64_t next_order_ = 0;
     std::size_t entries_ = 0;
-    // The order of the rotation's front when `peek` last prefetched for it.
-    mutable std::uint64_t prefetched_for_ = unordered;
 };
 
 }  // namespace cronoq::core::detail

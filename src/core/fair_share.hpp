@@ -159,15 +159,19 @@ private:
         return ready > keyed_ready_ || running > keyed_running_;
     }
 
+    // Inline for a key already active (every transition but its first);
+    // the rest out of line, so that the common path saves no registers.
     Counts& counts(FairKeyId key, const FairKeyNames& names) {
+        if (key < counts_.size() && !idle(counts_[key])) [[likely]]
+            return counts_[key];
+        return activate(key, names);
+    }
+    [[gnu::noinline]] Counts& activate(FairKeyId key, const FairKeyNames& names) {
         if (key >= counts_.size()) grow(key);
-        Counts& c = counts_[key];
-        if (idle(c)) {
-            ++active_;
-            // Ids are reused for other names: the weight is the name's.
-            if (!weights_.empty()) weight_by_id_[key] = weight_of(names.name(key));
-        }
-        return c;
+        ++active_;
+        // Ids are reused for other names: the weight is the name's.
+        if (!weights_.empty()) weight_by_id_[key] = weight_of(names.name(key));
+        return counts_[key];
     }
     void grow(FairKeyId key) {
         const std::size_t size = std::max<std::size_t>(key + 1, counts_.size() * 2);
