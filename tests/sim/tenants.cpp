@@ -275,8 +275,13 @@ std::string render_tenants(const TenantTrace& trace, const std::vector<TenantRow
     const auto line = [&](const std::array<std::string, 7>& c) {
         std::string l = " ";
         for (std::size_t i = 0; i < 7; ++i) {
+            // Appended piece by piece: `" " + std::string&&` trips GCC 12's
+            // -Wrestrict at -O2 (a false positive, GCC bug 105329).
             const std::string pad(width[i] - c[i].size(), ' ');
-            l += " " + (i == 0 ? c[i] + pad : pad + c[i]) + " ";
+            l += ' ';
+            l += i == 0 ? c[i] : pad;
+            l += i == 0 ? pad : c[i];
+            l += ' ';
         }
         return l + "\n";
     };
