@@ -263,7 +263,7 @@ void Admission::place_one(Batch& batch, std::size_t i, Time now, std::optional<s
         life_.finish(slot, TaskStatus::Skipped, std::move(broken), now);
         return;
     }
-    if (!pending) return waiting_.release(slot, now, life_, /*admitting=*/true);
+    if (!pending) return life_.release(slot, now, /*admitting=*/true);
     block(batch, i, slot, now);
 }
 

@@ -241,7 +241,7 @@ bool Engine::resume(PoolId pool, Time now) {
     const bool was_paused = p.paused;
     if (was_paused) {
         p.paused = false;
-        s.waiting.resumed(p, now, s.life);
+        s.life.resume_starts(p, now);
         if (auto* a = p.scaler(now)) a->wake(now);
         p.dirty = true;
     }

@@ -30,12 +30,12 @@ void Engine::State::fire(const Timer& tm, Time now) {
         case TimerKind::Autoscale: pools[tm.slot].autoscale_armed = never; return;  // settle() evaluates and re-arms
         case TimerKind::Refill: return resources.refilled(tm.slot, now);
         case TimerKind::RetryDone: return life.make_ready(tm.slot, now);
-        case TimerKind::Start: return waiting.start_due(tm.slot, now, life);
+        case TimerKind::Start: return life.start_due(tm.slot, now);
         case TimerKind::MissCheck:
             // A paused pool's due start is judged at resume (WaitingRoom::resumed).
             if (pools[tasks[tm.slot].pool].paused) return;
-            return waiting.miss_start(tm.slot, now, life);
-        case TimerKind::AwaitExpiry: return waiting.expire_await(tm.slot, now, life);
+            return life.miss_start(tm.slot, now);
+        case TimerKind::AwaitExpiry: return life.expire_await(tm.slot, now);
         case TimerKind::Attempt: break;
     }
     const AttemptState& a = tasks.attempt(tasks[tm.slot]);
@@ -53,7 +53,7 @@ void Engine::State::settle(Time now) {
     // Handing over, waiting tasks keep their status: the next leader
     // evaluates their dependencies again when it restores them.
     const bool handing_over = life.handing_over();
-    if (waiting.has_resolved() && !handing_over) waiting.resolve_dependents(now, life);
+    if (waiting.has_resolved() && !handing_over) life.resolve_dependents(now);
     if (!handing_over) scaling.evaluate_due(now);
     dispatcher.dispatch_dirty(now);
     // Each round hands units to waiters or stops. Within one call units only

@@ -63,7 +63,7 @@ struct Engine::State {
     BacklogBounds bounds{config.global_bounds, tasks, pools};
     ResourceGate resources{config.resources, tasks, pools, timers};
     WorkerRoster workers{tasks, pools};
-    WaitingRoom waiting{tasks, pools, timers, out};
+    WaitingRoom waiting{tasks, pools, timers};
     Autoscaling scaling{tasks, pools, timers, out};
     Lifecycle life{tasks, {pools, out, timers, bounds, resources, workers, waiting, retention, kinds}, config.seed};
     Dispatcher dispatcher{config.priority, config.urgency, tasks, pools, workers, resources, life};

@@ -252,6 +252,103 @@ void Lifecycle::shorten_grace(Time now, Time end) {
         timers_.push(end, no_slot, 0, TimerKind::ShutdownGrace);
 }
 
+// ---- moves out of waiting ------------------------------------------------------
+
+namespace {
+
+std::string describe_lateness(Duration late) {
+    std::string m = "missed its start by ";
+    m.append(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(late).count()));
+    m.append(" ms");
+    return m;
+}
+
+}  // namespace
+
+void Lifecycle::release(std::uint32_t s, Time now, bool admitting) {
+    TaskSlot& t = tasks_[s];
+    if (!t.has_start) return make_ready(s, now, false, admitting);
+    const StartInfo& start = waiting_.start_of(t);
+    if (start.start <= now) return start_due(s, now);
+    leave(t);
+    t.status = TaskStatus::Scheduled;
+    ++t.gen;
+    ++pools_[t.pool].counters.scheduled;
+    pools_[t.pool].held_starts.insert(start.start);
+    timers_.push(start.start, s, t.gen, TimerKind::Start);
+    out_.emit_status(t, now, start.start);
+}
+
+void Lifecycle::start_due(std::uint32_t s, Time now) {
+    TaskSlot& t = tasks_[s];
+    const StartInfo& start = waiting_.start_of(t);
+    const Duration late = diff_saturated(now, start.start);
+    // Paused, it waits in the due starts: resume_starts() judges it.
+    if (late > start.tolerance && start.on_miss != MissPolicy::RunLate && !pools_[t.pool].paused)
+        return miss_start(s, now);
+    make_ready(s, now, true);
+    // Still within the tolerance: if no slot frees by its end, it is missed.
+    // Saturating: a tolerance of Duration::max() never ends, so it arms
+    // nothing (its end + 1 ns used to wrap into the past and miss at once).
+    if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance) {
+        const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
+        if (miss_at != never) timers_.push(miss_at, s, t.gen, TimerKind::MissCheck);
+    }
+}
+
+void Lifecycle::miss_start(std::uint32_t s, Time now) {
+    TaskSlot& t = tasks_[s];
+    const StartInfo& start = waiting_.start_of(t);
+    ++pools_[t.pool].counters.starts_late;
+    ++pools_[t.pool].metrics.at(now).starts_late;
+    std::string message = describe_lateness(diff_saturated(now, start.start));
+    finish(s, start.on_miss == MissPolicy::Skip ? TaskStatus::Missed : TaskStatus::Failed, std::move(message), now);
+}
+
+void Lifecycle::resume_starts(PoolState& p, Time now) {
+    std::vector<std::uint32_t> missed;
+    for (std::size_t i = 0; i < p.due_starts.size(); ++i) {
+        const detail::QueueRef r = p.due_starts[i];
+        if (!tasks_.live(r)) continue;
+        const StartInfo& start = waiting_.start_of(tasks_[r.slot]);
+        if (start.on_miss == MissPolicy::RunLate) continue;
+        if (diff_saturated(now, start.start) > start.tolerance) {
+            missed.push_back(r.slot);
+        } else {
+            const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
+            if (miss_at != never) timers_.push(miss_at, r.slot, r.gen, TimerKind::MissCheck);
+        }
+    }
+    // Ending them bumps their generations: their entries go stale.
+    for (const std::uint32_t s : missed) miss_start(s, now);
+}
+
+void Lifecycle::expire_await(std::uint32_t s, Time now) {
+    const std::string* key = waiting_.first_awaited(tasks_[s].id);
+    if (!key) return;
+    std::string message = "dependency key \"";
+    message.append(*key);
+    message.append("\" was not submitted in time");
+    finish(s, TaskStatus::Skipped, std::move(message), now);
+}
+
+void Lifecycle::resolve_dependents(Time now) {
+    while (std::optional<Resolved> r = waiting_.take_resolved()) {
+        for (const detail::Edge& e : r->edges) {
+            const auto child = tasks_.live_slot(e.child);
+            if (!child || tasks_[*child].status != TaskStatus::Blocked) continue;  // ended meanwhile
+            if (!dep_met(e.kind, r->status)) {
+                std::string message = "dependency " + tasks_.describe(r->parent);
+                message.append(" ended ");
+                message.append(to_string(r->status));
+                finish(*child, TaskStatus::Skipped, std::move(message), now);
+                continue;
+            }
+            if (waiting_.meet_edge(e.child)) release(*child, now);
+        }
+    }
+}
+
 // Below its cap again: its tasks compete again, those that waited at the
 // cap with their ready time (aging and order kept).
 void Lifecycle::unpark_key(PoolState& p, std::uint32_t key) {

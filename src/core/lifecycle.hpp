@@ -97,6 +97,22 @@ public:
     // A Retrying task restored with its backoff still running.
     void restore_retrying(std::uint32_t s, Time until);
 
+    // ---- moves out of waiting (what waits is the WaitingRoom's) --------------------
+    // Every edge of a Blocked or new task is met: Scheduled, or Ready.
+    void release(std::uint32_t s, Time now, bool admitting = false);
+    // A fixed start has come: Ready at the front, or its miss policy.
+    void start_due(std::uint32_t s, Time now);
+    void miss_start(std::uint32_t s, Time now);
+    // The pool resumed: each of its due starts that a pause held past its
+    // tolerance follows its miss policy now; the others get their miss
+    // check again (a pause drops it: docs/guide/operations.md, "Pause and resume").
+    void resume_starts(PoolState& p, Time now);
+    // An awaited key's timeout: the task that awaits it is Skipped.
+    void expire_await(std::uint32_t s, Time now);
+    // Tells the dependents of every task that ended; skips run down the
+    // graph within this one call.
+    void resolve_dependents(Time now);
+
     // ---- shutdown and hand-over ---------------------------------------------------
     bool any_running() const {
         for (const PoolState& p : pools_)

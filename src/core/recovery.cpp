@@ -86,7 +86,7 @@ void Recovery::restore_edges(const RestoredTask& task, std::uint32_t slot, Time 
         }
         if (!broken.empty()) return life_.finish(slot, TaskStatus::Skipped, std::move(broken), now);
     }
-    if (parents.empty() && awaited.empty()) return waiting_.release(slot, now, life_);
+    if (parents.empty() && awaited.empty()) return life_.release(slot, now);
     TaskSlot& t = tasks_[slot];
     ++t.gen;  // Blocked since admit_one
     detail::BlockedTask waits;
@@ -130,11 +130,11 @@ void Recovery::place_restored(const RestoredTask& task, std::uint32_t slot, Time
             // One that never started may still be waiting for its start, or
             // have missed it.
             if (t.has_start && t.attempt == 0)
-                waiting_.release(slot, now, life_);
+                life_.release(slot, now);
             else
                 life_.make_ready(slot, now);
             break;
-        case TaskStatus::Scheduled: waiting_.release(slot, now, life_); break;
+        case TaskStatus::Scheduled: life_.release(slot, now); break;
         default: restore_edges(task, slot, now); break;  // Blocked
     }
     if (tasks_.status_of(task.id) != task.status) return;

@@ -1,22 +1,9 @@
 #include "waiting_room.hpp"
 
-#include "lifecycle.hpp"
-
 #include <algorithm>
 #include <string>
 
 namespace cronoq::core {
-
-namespace {
-
-std::string describe_lateness(Duration late) {
-    std::string m = "missed its start by ";
-    m.append(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(late).count()));
-    m.append(" ms");
-    return m;
-}
-
-}  // namespace
 
 void WaitingRoom::add_start(TaskSlot& t, const TaskSpec& spec, Duration expected) {
     PoolState& p = pools_[spec.pool];
@@ -104,97 +91,26 @@ void WaitingRoom::drop_blocked(TaskId id) {
     graph_.blocked.erase(b);
 }
 
-void WaitingRoom::release(std::uint32_t s, Time now, Lifecycle& life, bool admitting) {
-    TaskSlot& t = tasks_[s];
-    if (!t.has_start) return life.make_ready(s, now, false, admitting);
-    const StartInfo& start = starts_.at(t.id.value);
-    if (start.start <= now) return start_due(s, now, life);
-    life.leave(t);
-    t.status = TaskStatus::Scheduled;
-    ++t.gen;
-    ++pools_[t.pool].counters.scheduled;
-    pools_[t.pool].held_starts.insert(start.start);
-    timers_.push(start.start, s, t.gen, TimerKind::Start);
-    out_.emit_status(t, now, start.start);
-}
-
-void WaitingRoom::start_due(std::uint32_t s, Time now, Lifecycle& life) {
-    TaskSlot& t = tasks_[s];
-    const StartInfo& start = starts_.at(t.id.value);
-    const Duration late = diff_saturated(now, start.start);
-    // Paused, it waits in the due starts: resumed() judges it.
-    if (late > start.tolerance && start.on_miss != MissPolicy::RunLate && !pools_[t.pool].paused)
-        return miss_start(s, now, life);
-    life.make_ready(s, now, true);
-    // Still within the tolerance: if no slot frees by its end, it is missed.
-    // Saturating: a tolerance of Duration::max() never ends, so it arms
-    // nothing (its end + 1 ns used to wrap into the past and miss at once).
-    if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance) {
-        const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
-        if (miss_at != never) timers_.push(miss_at, s, t.gen, TimerKind::MissCheck);
-    }
-}
-
-void WaitingRoom::miss_start(std::uint32_t s, Time now, Lifecycle& life) {
-    TaskSlot& t = tasks_[s];
-    const StartInfo& start = starts_.at(t.id.value);
-    ++pools_[t.pool].counters.starts_late;
-    ++pools_[t.pool].metrics.at(now).starts_late;
-    std::string message = describe_lateness(diff_saturated(now, start.start));
-    life.finish(s, start.on_miss == MissPolicy::Skip ? TaskStatus::Missed : TaskStatus::Failed, std::move(message),
-                now);
-}
-
-void WaitingRoom::resumed(PoolState& p, Time now, Lifecycle& life) {
-    std::vector<std::uint32_t> missed;
-    for (std::size_t i = 0; i < p.due_starts.size(); ++i) {
-        const detail::QueueRef r = p.due_starts[i];
-        if (!tasks_.live(r)) continue;
-        const StartInfo& start = starts_.at(tasks_[r.slot].id.value);
-        if (start.on_miss == MissPolicy::RunLate) continue;
-        if (diff_saturated(now, start.start) > start.tolerance) {
-            missed.push_back(r.slot);
-        } else {
-            const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
-            if (miss_at != never) timers_.push(miss_at, r.slot, r.gen, TimerKind::MissCheck);
-        }
-    }
-    // Ending them bumps their generations: their entries go stale.
-    for (const std::uint32_t s : missed) miss_start(s, now, life);
-}
-
-void WaitingRoom::expire_await(std::uint32_t s, Time now, Lifecycle& life) {
-    const TaskSlot& t = tasks_[s];
-    auto b = graph_.blocked.find(t.id.value);
-    if (b == graph_.blocked.end() || b->second.awaited.empty()) return;
-    std::string message = "dependency key \"";
-    message.append(b->second.awaited.front());
-    message.append("\" was not submitted in time");
-    life.finish(s, TaskStatus::Skipped, std::move(message), now);
-}
-
-void WaitingRoom::resolve_dependents(Time now, Lifecycle& life) {
-    // finish() appends while this runs: index, never hold a reference.
-    for (std::size_t i = 0; i < graph_.resolved.size(); ++i) {
-        const auto [parent, status] = graph_.resolved[i];
+std::optional<Resolved> WaitingRoom::take_resolved() {
+    // Tasks told of an end may end too and append here: index, and clear
+    // only once every one is told.
+    while (told_ < graph_.resolved.size()) {
+        const auto [parent, status] = graph_.resolved[told_++];
         auto it = graph_.dependents.find(parent.value);
         if (it == graph_.dependents.end()) continue;
-        const std::vector<detail::Edge> edges = std::move(it->second);
+        Resolved r{parent, status, std::move(it->second)};
         graph_.dependents.erase(it);
-        for (const detail::Edge& e : edges) {
-            const auto child = tasks_.live_slot(e.child);
-            if (!child || tasks_[*child].status != TaskStatus::Blocked) continue;  // ended meanwhile
-            if (!dep_met(e.kind, status)) {
-                std::string message = "dependency " + tasks_.describe(parent);
-                message.append(" ended ");
-                message.append(to_string(status));
-                life.finish(*child, TaskStatus::Skipped, std::move(message), now);
-                continue;
-            }
-            if (--graph_.blocked.at(e.child.value).unmet == 0) release(*child, now, life);
-        }
+        return r;
     }
     graph_.resolved.clear();
+    told_ = 0;
+    return std::nullopt;
+}
+
+const std::string* WaitingRoom::first_awaited(TaskId id) const {
+    auto b = graph_.blocked.find(id.value);
+    if (b == graph_.blocked.end() || b->second.awaited.empty()) return nullptr;
+    return &b->second.awaited.front();
 }
 
 }  // namespace cronoq::core

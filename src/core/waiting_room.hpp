@@ -2,11 +2,10 @@
 // Tasks that wait before they are ready: on dependencies (Blocked,
 // docs/guide/dependencies-and-keys.md) and for a fixed start (Scheduled,
 // docs/guide/time-and-cron.md). Owns the dependency graph and the fixed
-// starts; the moves out of waiting go through the lifecycle, which each
-// such call takes as a parameter.
+// starts. It moves no task out of waiting: the lifecycle does, reading and
+// taking here what it needs (Lifecycle::release and the moves beside it).
 #include "dependencies.hpp"
 #include "engine_types.hpp"
-#include "outbox.hpp"
 #include "task_table.hpp"
 #include "timer_heap.hpp"
 
@@ -17,14 +16,19 @@
 
 namespace cronoq::core {
 
-class Lifecycle;
+/// An ended task and the edges of its dependents (WaitingRoom::take_resolved).
+struct Resolved {
+    TaskId parent;
+    TaskStatus status;
+    std::vector<detail::Edge> edges;
+};
 
 class WaitingRoom {
 public:
-    /// Reads tasks, holds reservations in the pools, arms timers and
-    /// reports statuses; all four outlive it.
-    WaitingRoom(TaskTable& tasks, std::vector<PoolState>& pools, TimerHeap& timers, Outbox& out)
-        : tasks_(tasks), pools_(pools), timers_(timers), out_(out) {}
+    /// Reads tasks, holds reservations in the pools and arms timers; all
+    /// three outlive it.
+    WaitingRoom(TaskTable& tasks, std::vector<PoolState>& pools, TimerHeap& timers)
+        : tasks_(tasks), pools_(pools), timers_(timers) {}
 
     // ---- fixed starts ---------------------------------------------------------
     /// A new task's fixed start: reserved in its pool until it ends.
@@ -54,31 +58,25 @@ public:
     void block(std::uint32_t s, detail::BlockedTask&& waits, Time now);
     void drop_blocked(TaskId id);
 
-    // ---- moves out of waiting ---------------------------------------------------
-    /// Every edge of a Blocked or new task is met: Scheduled or Ready.
-    void release(std::uint32_t s, Time now, Lifecycle& life, bool admitting = false);
-    /// A fixed start has come: Ready at the front, or the miss policy.
-    void start_due(std::uint32_t s, Time now, Lifecycle& life);
-    void miss_start(std::uint32_t s, Time now, Lifecycle& life);
-    /// The pool resumed: each of its due starts that a pause held past its
-    /// tolerance follows its miss policy now; the others get their miss
-    /// check again (a pause drops it: docs/guide/operations.md, "Pause and resume").
-    void resumed(PoolState& p, Time now, Lifecycle& life);
-    void expire_await(std::uint32_t s, Time now, Lifecycle& life);
-    /// Tells the dependents of every task that ended; skips run down the
-    /// graph within this one call.
-    void resolve_dependents(Time now, Lifecycle& life);
+    /// The next ended task whose dependents are still to be told, with
+    /// their edges (taken: each edge is told once), in the order the tasks
+    /// ended, those that end meanwhile included; none once every one is told.
+    std::optional<Resolved> take_resolved();
+    /// One edge of Blocked task `child` is met; true when it was its last.
+    bool meet_edge(TaskId child) { return --graph_.blocked.at(child.value).unmet == 0; }
+    /// The first key that Blocked task `id` still awaits; none if it awaits none.
+    const std::string* first_awaited(TaskId id) const;
 
 private:
     /// The edges of the tasks that awaited `key`, which await it no longer
     /// (its holder is now known); empty when none did.
     std::optional<std::vector<detail::Edge>> stop_awaiting(const std::string& key);
     detail::DepGraph graph_;
+    std::size_t told_ = 0;  // the resolved tasks take_resolved has given
     std::unordered_map<std::uint64_t, StartInfo> starts_;  // by task id, until the task ends
     TaskTable& tasks_;
     std::vector<PoolState>& pools_;
     TimerHeap& timers_;
-    Outbox& out_;
 };
 
 }  // namespace cronoq::core
