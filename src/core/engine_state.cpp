@@ -32,7 +32,7 @@ void Engine::State::fire(const Timer& tm, Time now) {
         case TimerKind::RetryDone: return life.make_ready(tm.slot, now);
         case TimerKind::Start: return life.start_due(tm.slot, now);
         case TimerKind::MissCheck:
-            // A paused pool's due start is judged at resume (WaitingRoom::resumed).
+            // A paused pool's due start is judged at resume (Lifecycle::resume_starts).
             if (pools[tasks[tm.slot].pool].paused) return;
             return life.miss_start(tm.slot, now);
         case TimerKind::AwaitExpiry: return life.expire_await(tm.slot, now);
