@@ -12,7 +12,12 @@ rounds (docs/PERFORMANCE.md, "Method"). It prints, per binary, the
 median and the least time of each benchmark over every repetition, its
 median against the first binary's, and for each --ratio the median over
 the rounds of NUM's items per second over DEN's in the same run (e.g.
-BM_EngineDispatchCompleteFair/100000:BM_EngineDispatchComplete/100000).
+BM_EngineDispatchCompleteFair/100000:BM_EngineDispatchComplete/100000),
+with the same ratio of the least times over every run beside it: work
+that a neighbour slows down only ever takes longer, so the least times
+are the figures least moved by one. On a virtual machine one CPU can run
+at half speed for minutes while the other does not (its host sibling
+busy): compare --cpu 0 and --cpu 1 before trusting a run.
 """
 import argparse
 import json
@@ -71,8 +76,10 @@ def main():
             against = f", time {statistics.median(ns) / statistics.median(base):.3f}x of {first}'s" if base else ""
             print(f"  {bench}: median {statistics.median(ns):.1f}, least {min(ns):.1f} (ns, {len(ns)} runs){against}")
         for r, values in ratios[name].items():
+            num, den = r.split(":", 1)
             print(f"  {r}: median {statistics.median(values):.3f}x over {len(values)} rounds"
-                  f" (least {min(values):.3f}x, most {max(values):.3f}x)")
+                  f" (least {min(values):.3f}x, most {max(values):.3f}x);"
+                  f" of the least times {min(times[name][den]) / min(times[name][num]):.3f}x")
 
 
 if __name__ == "__main__":
