@@ -59,6 +59,7 @@ public:
         const bool was_idle = k.fifo.empty();
         k.fifo.push_back(ref);
         ++entries_;
+        if (&k != &unkeyed_ && &k != &solo_) back_[key] = k.fifo.next_back();
         if (!was_idle) return;  // its weight is current: set_weight keeps it
         k.step = 1.0 / weight;
         k.parked = parked;
@@ -215,23 +216,18 @@ public:
         if (!alone()) enqueue(key, *k);
     }
 
-    /// Starts loading the state of `key`, which a push will read soon.
+    /// Starts loading what a push of `key` will touch: its state, and
+    /// where it writes in its ring (a key with a backlog was last pushed to
+    /// long ago). Both addresses are known without the state, so the two
+    /// loads overlap instead of one waiting for the other.
     void prefetch_key(FairKeyId key) const {
         if (key == 0 || alone()) return;  // no state, or the solo one: in cache
         if (const std::uint32_t* i = index_.find(key)) {
             const char* state = reinterpret_cast<const char*>(&states_[*i]);
             prefetch(state);
             prefetch(state + sizeof(KeyQueue) - 1);
+            if (const QueueRef* at = back_[key]) prefetch(at);
         }
-    }
-
-    /// Starts loading where a push of `key` writes in its ring: a key with
-    /// a backlog was last pushed to long ago. Reads the key's state, so call
-    /// it a while after prefetch_key.
-    void prefetch_back(FairKeyId key) const {
-        if (key == 0) return;
-        if (const KeyQueue* k = find(key))
-            if (const QueueRef* at = k->fifo.next_back()) prefetch(at);
     }
 
     /// Keys holding entries (live or stale), parked ones included.
@@ -289,9 +285,7 @@ private:
         }
         // The first keyed state: "" competes from now on, in the heap.
         if (alone() && !unkeyed_.fifo.empty() && !unkeyed_.parked) enqueue(0, unkeyed_);
-        const std::uint32_t i = states_.acquire();
-        index_.insert(key, i);
-        return states_[i];
+        return states_[new_state(key)];
     }
     KeyQueue* find(FairKeyId key) {
         if (key == 0) return &unkeyed_;
@@ -308,6 +302,7 @@ private:
         if (key == solo_key_) return drop_solo();
         const std::uint32_t i = *index_.find(key);
         index_.erase(key);
+        back_[key] = nullptr;
         // No keyed state left: what the heap holds is stale, or the entry
         // of "", which goes on outside it.
         if (alone()) {
@@ -342,15 +337,22 @@ private:
         solo_key_ = 0;
         // Emptied by `oldest` and not parked: nothing to keep.
         if (solo_.fifo.empty() && !solo_.parked) return reset(solo_);
-        const std::uint32_t i = states_.acquire();
-        index_.insert(key, i);
-        KeyQueue& k = states_[i];
+        KeyQueue& k = states_[new_state(key)];
         std::swap(k.fifo, solo_.fifo);  // each keeps a ring's storage
+        back_[key] = k.fifo.next_back();
         k.finish = solo_.finish;
         k.step = solo_.step;
         k.parked = solo_.parked;
         reset(solo_);
         if (!k.parked && !k.fifo.empty()) enqueue(key, k);
+    }
+
+    // A state from the slab for `key`, entered in the index.
+    std::uint32_t new_state(FairKeyId key) {
+        const std::uint32_t i = states_.acquire();
+        index_.insert(key, i);
+        if (key >= back_.size()) back_.resize(std::max<std::size_t>(key + 1, 2 * back_.size()), nullptr);
+        return i;
     }
 
     void activate(FairKeyId key, KeyQueue& k) {
@@ -481,6 +483,11 @@ private:
     // a slab of states, reused.
     DenseKeyIndex index_;
     Slab<KeyQueue> states_;
+    // By key id, for the keys in the index: where a push of the key writes
+    // next in its ring (null when the ring is full), kept by each push, so
+    // that the admission can start loading it beside the key's state
+    // (`prefetch_key`); a hint only, never written through.
+    std::vector<const QueueRef*> back_;
     std::vector<HeapEntry> heap_;
     Ring<HeapEntry> rotation_;
     double vtime_ = 0;

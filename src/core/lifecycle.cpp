@@ -62,10 +62,6 @@ bool Lifecycle::start_at_once(std::uint32_t s, Time now) {
 void Lifecycle::make_ready(std::uint32_t s, Time now, bool due_start, bool admitting) {
     TaskSlot& t = tasks_[s];
     PoolState& p = pools_[t.pool];
-    // A keyed task goes behind its key's others, written to long ago with
-    // a backlog: that line loads while the task becomes ready
-    // (docs/design.md#fair-sharing, "Cost").
-    if (t.fair_key != 0 && !due_start && !t.has_deadline) p.queue.prefetch_back(t.priority, t.fair_key);
     const double weight = become_ready(s, now);
     if (due_start) {
         p.due_starts.push_back({s, t.gen});

@@ -80,8 +80,6 @@ public:
     }
     /// The key's state in the class, which a push will read soon.
     void prefetch_key(Priority p, FairKeyId key) const { classes_[index_of(p)].fair.prefetch_key(key); }
-    /// Where a push of `key` in the class writes, once its state is loaded.
-    void prefetch_back(Priority p, FairKeyId key) const { classes_[index_of(p)].fair.prefetch_back(key); }
     void set_weight(FairKeyId key, double weight) {
         for (ClassQueue& c : classes_) c.fair.set_weight(key, weight);
     }
