@@ -78,7 +78,8 @@ public:
     void unpark_key(FairKeyId key) {
         for (ClassQueue& c : classes_) c.fair.unpark(key);
     }
-    /// The key's state in the class, which a push will read soon.
+    /// The key's state in the class and where its push will write in its
+    /// ring, which a push will touch soon.
     void prefetch_key(Priority p, FairKeyId key) const { classes_[index_of(p)].fair.prefetch_key(key); }
     void set_weight(FairKeyId key, double weight) {
         for (ClassQueue& c : classes_) c.fair.set_weight(key, weight);

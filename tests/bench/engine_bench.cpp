@@ -115,8 +115,8 @@ void dispatch_complete(benchmark::State& state, std::size_t keys) {
     // the steady state it is all in one class (the replacements of the other
     // classes are dispatched as they come): time that, not the drift.
     const auto settled = [&] {
-        const auto& by_class = engine.counters(0).ready_by_class;
-        return engine.counters(0).ready <= *std::max_element(by_class.begin(), by_class.end()) + 1;
+        const core::PoolCounters c = engine.counters(0);
+        return c.ready <= *std::max_element(c.ready_by_class.begin(), c.ready_by_class.end()) + 1;
     };
     std::size_t settle_steps = 0;
     for (; !settled(); ++settle_steps) {
