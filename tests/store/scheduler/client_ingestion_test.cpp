@@ -4,34 +4,25 @@
 // through the store's ClientAccess directly (no Client): rows submitted
 // while no leader runs, commit order, bounds at ingestion, cancels from
 // another process and before ingestion, rows that cannot be admitted, a
-// key race with the leader's own submission, clients' batches, and a
-// leader killed between taking entries and committing.
-#include "durable_support.hpp"
-
-#include <cronoq/cronoq.hpp>
-#include <cronoq/store/client_access.hpp>
+// key race with the leader's own submission, and clients' batches. A
+// leader killed between taking entries and committing:
+// client_ingestion_crash_test.cpp.
+#include "client_ingestion_support.hpp"
 
 #include "driver/client_batch.hpp"
 #include "driver/shard_config_codec.hpp"
-#include "driver/task_options.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
-#include <atomic>
-#include <csignal>
 #include <future>
 #include <map>
 #include <mutex>
 #include <set>
-#include <iostream>
-#include <sstream>
 #include <thread>
-#include <sys/wait.h>
 
 using namespace std::chrono_literals;
 using namespace cronoq;
@@ -40,80 +31,10 @@ namespace cronoq::test {
 
 namespace {
 
-/// A row as a client commits it: options as the driver encodes them.
-store::TaskRow client_row(const std::string& payload, const std::string& pool, std::optional<std::string> key = {},
-                          detail::TaskRequest request = {}) {
-    store::TaskRow row;
-    row.key = std::move(key);
-    row.pool = pool;
-    row.status = TaskStatus::Ready;
-    row.submitted_at = row.updated_at = std::chrono::system_clock::now();
-    row.options = detail::encode_options(request, row.submitted_at);
-    row.payload = payload;
-    return row;
-}
-
 TaskId submit_one(store::ClientAccess& access, store::TaskRow row) {
     std::vector<store::TaskRow> rows;
     rows.push_back(std::move(row));
     return access.submit(std::move(rows)).at(0).id;
-}
-
-/// Waits (through the store's change watch; a minute is only a guard
-/// against a hang) until every task of `ids` has a committed end.
-std::map<std::uint64_t, TaskStatus> wait_ended(store::ClientAccess& access, const std::vector<TaskId>& ids) {
-    auto watch = access.watch();
-    const auto guard = std::chrono::steady_clock::now() + 60s;
-    for (;;) {
-        auto ended = access.ended(ids);
-        if (ended.size() == ids.size() || std::chrono::steady_clock::now() > guard) {
-            std::map<std::uint64_t, TaskStatus> out;
-            for (const auto& [id, status] : ended) out[id.value] = status;
-            return out;
-        }
-        watch->wait(200ms);
-    }
-}
-
-std::set<std::uint64_t> inbox_tasks(Store& store) {
-    std::set<std::uint64_t> out;
-    for (const store::InboxEntry& e : store.journal().read_inbox(1000)) out.insert(e.task.value);
-    return out;
-}
-
-/// Pool `name` whose attempts count their runs by payload, wait for `gate`
-/// (on the blocking pool), and answer "<payload>!".
-struct Runs {
-    std::mutex mu;
-    std::vector<std::string> order;
-    std::map<std::string, int> count;
-    std::promise<void> first_started;
-    bool started = false;
-
-    void ran(const std::string& payload) {
-        std::lock_guard lock(mu);
-        order.push_back(payload);
-        ++count[payload];
-        if (!started) first_started.set_value();
-        started = true;
-    }
-};
-
-Pool<std::string, std::string> counted_pool(std::string name, std::shared_ptr<Runs> runs, std::shared_future<void> gate,
-                                            std::size_t workers = 1) {
-    return Pool<std::string, std::string>(std::move(name))
-        .workers(workers, workers, workers)
-        .executor_fn([runs, gate](TaskContext, std::shared_ptr<const std::string> s) -> Result<std::string> {
-            runs->ran(*s);
-            gate.wait();
-            return *s + "!";
-        });
-}
-
-std::shared_future<void> open_gate() {
-    std::promise<void> p;
-    p.set_value();
-    return p.get_future().share();
 }
 
 /// Runs `io` on a thread of its own until destroyed (then stopped and
@@ -208,27 +129,12 @@ private:
 
 /// `--child ingest-cancel <location> <id>`: cancels the task through the
 /// store's ClientAccess, as a client process would, writing "C <0|1>".
-/// `--child ingest-leader <location>`: leads pool "p" (4 slots) whose
-/// attempts write "S <payload>" and answer "<payload>!"; "L" once leading.
-int ingest_child_main(int argc, char** argv) {
-    const std::string mode = argv[2];
-    if (mode == "ingest-cancel" && argc == 5) {
-        auto store = open_location(argv[3]);
-        const bool cancelled = store->client_access().cancel(TaskRef(TaskId{std::stoull(argv[4])}));
-        say(std::string("C ") + (cancelled ? "1" : "0"));
-        return 0;
-    }
-    if (mode == "ingest-leader" && argc == 4) {
-        auto pool = Pool<std::string, std::string>("p").workers(4, 4, 4).executor_fn(
-            [](TaskContext, std::shared_ptr<const std::string> s) -> Result<std::string> {
-                say("S " + *s);
-                return *s + "!";
-            });
-        auto sched = Durable::builder().threads(2).pool(std::move(pool)).store(open_location(argv[3])).open();
-        say("L");
-        for (;;) ::pause();
-    }
-    return 2;
+int ingest_cancel_child_main(int argc, char** argv) {
+    if (argc != 5) return 2;
+    auto store = open_location(argv[3]);
+    const bool cancelled = store->client_access().cancel(TaskRef(TaskId{std::stoull(argv[4])}));
+    say(std::string("C ") + (cancelled ? "1" : "0"));
+    return 0;
 }
 
 TEST_P(ClientIngestion, TheLeaderWritesItsConfigurationBeforeOpenReturns) {
@@ -468,61 +374,6 @@ TEST_P(ClientIngestion, AKeyTheLeadersOwnSubmissionTookFirstKeepsItAndTheClients
 // takes entries up (and runs their attempts) but cannot commit. (The
 // PostgreSQL binary instantiates it with no backend.) Not the fixture: the
 // leader's process must make the file, before this process opens it.
-class ClientIngestionOnSqlite : public ::testing::TestWithParam<Backend> {};
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ClientIngestionOnSqlite);
-
-TEST_P(ClientIngestionOnSqlite, ALeaderKilledAfterTakingEntriesButBeforeItsCommitLeavesEachToTheNextOnce) {
-    TestStore at(GetParam());
-    const std::string file = at.location().substr(std::string("sqlite:").size());
-    Child leader({"ingest-leader", at.location()});
-    ASSERT_EQ(leader.read_line(), "L");
-    auto client = at.open();
-    // Stopped, the leader takes nothing up while the rows are committed; one
-    // stopped inside a write transaction holds the lock: it goes on a moment.
-    std::vector<TaskId> ids;
-    for (int tries = 0; ids.empty(); ++tries) {
-        ASSERT_LT(tries, 200) << "the leader kept the write lock";
-        leader.signal(SIGSTOP);
-        siginfo_t info{};
-        ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(leader.pid()), &info, WSTOPPED), 0);  // consumed: each stop is seen
-        std::vector<store::TaskRow> rows;
-        for (int i = 0; i < 5; ++i) rows.push_back(client_row("t" + std::to_string(i), "p"));
-        try {
-            for (const auto& r : client->client_access().submit(std::move(rows))) ids.push_back(r.id);
-        } catch (const StoreError& e) {
-            std::cerr << "submit while the leader is stopped: " << e.what() << "\n";
-            leader.signal(SIGCONT);
-        }
-    }
-    sqlite3* lock = nullptr;
-    ASSERT_EQ(sqlite3_open(file.c_str(), &lock), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(lock, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-    leader.signal(SIGCONT);
-    std::set<std::string> ran;
-    while (ran.size() < ids.size()) {
-        auto line = leader.read_line();
-        ASSERT_TRUE(line.has_value()) << "the leader stopped before running every task";
-        if (line->rfind("S ", 0) == 0) ran.insert(line->substr(2));
-    }
-    leader.signal(SIGKILL);
-    EXPECT_EQ(leader.wait(), 128 + SIGKILL);
-    sqlite3_exec(lock, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_close(lock);
-    for (TaskId id : ids) EXPECT_EQ(client->get_task(TaskRef(id))->status, TaskStatus::Ready) << "committed by the killed leader";
-    EXPECT_EQ(inbox_tasks(*client).size(), ids.size());
-
-    auto runs = std::make_shared<Runs>();
-    auto sched = Durable::builder().pool(counted_pool("p", runs, open_gate(), 2)).store(client).open();
-    const auto ended = wait_ended(client->client_access(), ids);
-    ASSERT_EQ(ended.size(), ids.size());
-    for (const auto& [id, status] : ended) EXPECT_EQ(status, TaskStatus::Succeeded) << id;
-    sched.flush();
-    EXPECT_TRUE(inbox_tasks(*client).empty());
-    std::lock_guard guard(runs->mu);
-    for (int i = 0; i < 5; ++i) EXPECT_EQ(runs->count["t" + std::to_string(i)], 1) << i;
-}
-
 INSTANTIATE_TEST_SUITE_P(Backends, ClientIngestion, ::testing::ValuesIn(tested_backends()), BackendName());
-INSTANTIATE_TEST_SUITE_P(Backends, ClientIngestionOnSqlite, ::testing::ValuesIn(sqlite_backends()), BackendName());
 
 }  // namespace cronoq::test

@@ -64,7 +64,8 @@ int child_main(int argc, char** argv) {
     if (argc >= 3 && std::string(argv[2]) == "client-submit") return client_submit_child_main(argc, argv);
     if (argc >= 3 && std::string(argv[2]) == "client-leader") return client_leader_child_main(argc, argv);
     if (argc >= 3 && std::string(argv[2]) == "shard-leader") return shard_leader_child_main(argc, argv);
-    if (argc >= 3 && std::string(argv[2]).rfind("ingest-", 0) == 0) return ingest_child_main(argc, argv);
+    if (argc >= 3 && std::string(argv[2]) == "ingest-cancel") return ingest_cancel_child_main(argc, argv);
+    if (argc >= 3 && std::string(argv[2]) == "ingest-leader") return ingest_leader_child_main(argc, argv);
     if (argc != 6 || std::string(argv[2]) != "submit") return 2;
     auto sched = Durable::builder().threads(1).pool(side_effect_pool(argv[4])).store(open_location(argv[3])).open();
     say("R");

@@ -150,8 +150,9 @@ int recurring_child_main(int argc, char** argv);
 int client_submit_child_main(int argc, char** argv);
 int client_leader_child_main(int argc, char** argv);
 int shard_leader_child_main(int argc, char** argv);
-/// `--child ingest-cancel ...` and `--child ingest-leader ...`
-/// (client_ingestion_test.cpp).
-int ingest_child_main(int argc, char** argv);
+/// `--child ingest-cancel ...` (client_ingestion_test.cpp).
+int ingest_cancel_child_main(int argc, char** argv);
+/// `--child ingest-leader ...` (client_ingestion_crash_test.cpp).
+int ingest_leader_child_main(int argc, char** argv);
 
 }  // namespace cronoq::test
