@@ -68,14 +68,10 @@ public:
     /// The same, `h` being hash(name).
     FairKeyId hold(std::string_view name, std::uint64_t h) {
         if (name.empty()) return 0;
-        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
-            const Bucket& b = buckets_[i];
-            if (b.id == 0) return insert(name, h);
-            if (b.hash == low(h) && same(names_[b.id], name)) {
-                ++holds_[b.id];
-                return b.id;
-            }
-        }
+        const FairKeyId id = probe(name, h).id;
+        if (id == 0) return insert(name, h);
+        ++holds_[id];
+        return id;
     }
     void release(FairKeyId id) {
         if (id == 0 || --holds_[id] > 0) return;
@@ -88,12 +84,8 @@ public:
     /// The id of a name held now.
     std::optional<FairKeyId> find(std::string_view name) const {
         if (name.empty()) return FairKeyId{0};
-        const std::uint64_t h = hash(name);
-        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
-            const Bucket& b = buckets_[i];
-            if (b.id == 0) return std::nullopt;
-            if (b.hash == low(h) && same(names_[b.id], name)) return b.id;
-        }
+        const FairKeyId id = probe(name, hash(name)).id;
+        return id == 0 ? std::nullopt : std::optional(id);
     }
     /// Names held ("" not counted).
     std::size_t size() const { return size_; }
@@ -121,6 +113,13 @@ private:
         std::uint32_t w;
         std::memcpy(&w, p, sizeof w);
         return w;
+    }
+    // The bucket of `name` (hash `h`), or the empty one its probe ends at.
+    const Bucket& probe(std::string_view name, std::uint64_t h) const {
+        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+            const Bucket& b = buckets_[i];
+            if (b.id == 0 || (b.hash == low(h) && same(names_[b.id], name))) return b;
+        }
     }
     // The compare that confirms a hit, inline for names of 8 to 16 bytes
     // (two overlapping loads a side) instead of a call to memcmp.
