@@ -284,12 +284,14 @@ void Lifecycle::start_due(std::uint32_t s, Time now) {
         return miss_start(s, now);
     make_ready(s, now, true);
     // Still within the tolerance: if no slot frees by its end, it is missed.
+    if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance) arm_miss_check(s, t.gen, start);
+}
+
+void Lifecycle::arm_miss_check(std::uint32_t s, std::uint32_t gen, const StartInfo& start) {
     // Saturating: a tolerance of Duration::max() never ends, so it arms
     // nothing (its end + 1 ns used to wrap into the past and miss at once).
-    if (start.on_miss != MissPolicy::RunLate && late <= start.tolerance) {
-        const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
-        if (miss_at != never) timers_.push(miss_at, s, t.gen, TimerKind::MissCheck);
-    }
+    const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
+    if (miss_at != never) timers_.push(miss_at, s, gen, TimerKind::MissCheck);
 }
 
 void Lifecycle::miss_start(std::uint32_t s, Time now) {
@@ -311,8 +313,7 @@ void Lifecycle::resume_starts(PoolState& p, Time now) {
         if (diff_saturated(now, start.start) > start.tolerance) {
             missed.push_back(r.slot);
         } else {
-            const Time miss_at = later(later(start.start, start.tolerance), Duration(1));
-            if (miss_at != never) timers_.push(miss_at, r.slot, r.gen, TimerKind::MissCheck);
+            arm_miss_check(r.slot, r.gen, start);
         }
     }
     // Ending them bumps their generations: their entries go stale.

@@ -103,6 +103,8 @@ public:
     // A fixed start has come: Ready at the front, or its miss policy.
     void start_due(std::uint32_t s, Time now);
     void miss_start(std::uint32_t s, Time now);
+    // A due start within its tolerance is missed if no slot frees by its end.
+    void arm_miss_check(std::uint32_t s, std::uint32_t gen, const StartInfo& start);
     // The pool resumed: each of its due starts that a pause held past its
     // tolerance follows its miss policy now; the others get their miss
     // check again (a pause drops it: docs/guide/operations.md, "Pause and resume").
