@@ -10,6 +10,7 @@
 #include "driver/task_options.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <future>
 #include <map>
@@ -18,13 +19,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cronoq::test {
 
 /// A row as a client commits it: options as the driver encodes them.
-inline store::TaskRow client_row(const std::string& payload, const std::string& pool, std::optional<std::string> key = {},
-                          detail::TaskRequest request = {}) {
+inline store::TaskRow client_row(const std::string& payload, const std::string& pool,
+                                 std::optional<std::string> key = {}, detail::TaskRequest request = {}) {
     store::TaskRow row;
     row.key = std::move(key);
     row.pool = pool;
@@ -57,8 +59,8 @@ inline std::set<std::uint64_t> inbox_tasks(Store& store) {
     return out;
 }
 
-/// Pool `name` whose attempts count their runs by payload, wait for `gate`
-/// (on the blocking pool), and answer "<payload>!".
+/// What a `counted_pool`'s attempts ran: their payloads in order and how
+/// often each.
 struct Runs {
     std::mutex mu;
     std::vector<std::string> order;
@@ -75,6 +77,8 @@ struct Runs {
     }
 };
 
+/// Pool `name` whose attempts count their runs by payload, wait for `gate`
+/// (on the blocking pool), and answer "<payload>!".
 inline Pool<std::string, std::string> counted_pool(std::string name, std::shared_ptr<Runs> runs,
                                                    std::shared_future<void> gate, std::size_t workers = 1) {
     return Pool<std::string, std::string>(std::move(name))
