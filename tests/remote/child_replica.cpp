@@ -38,20 +38,13 @@
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <thread>
-#include <unistd.h>
 
 namespace cronoq::test {
 
 namespace {
-
-void say(const std::string& line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-}
 
 std::string arg(const std::map<std::string, std::string>& args, const std::string& key, std::string fallback) {
     const auto it = args.find(key);

@@ -42,11 +42,6 @@ namespace cronoq::test {
 
 namespace {
 
-void say(const std::string& line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-}
-
 std::string fields(const RemoteLease<std::string>& lease) {
     std::string out = "task=" + std::to_string(lease.task_id().value) + " attempt=" + std::to_string(lease.attempt()) +
                       " pool=" + lease.pool() + " kind=" + lease.kind() + " key=" + lease.key().value_or("-") +

@@ -1,5 +1,6 @@
 #include "child_process.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -97,6 +98,12 @@ int Child::wait() {
         status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     return status_;
+}
+
+void say(const std::string& line) {
+    std::string out = line + "\n";
+    std::replace(out.begin(), out.end() - 1, '\n', ' ');
+    [[maybe_unused]] const auto n = ::write(STDOUT_FILENO, out.data(), out.size());
 }
 
 }  // namespace cronoq::test

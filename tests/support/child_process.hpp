@@ -45,4 +45,8 @@ private:
     int status_ = 0;
 };
 
+/// The child's side of the pipe: one line on stdout, in one write (a
+/// SIGKILL loses whole lines only); line breaks inside become spaces.
+void say(const std::string& line);
+
 }  // namespace cronoq::test

@@ -2,18 +2,10 @@
 
 #include <cronoq/cronoq.hpp>
 
-#include <algorithm>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
 namespace cronoq::test {
-
-void say(const std::string& line) {
-    std::string out = line + "\n";
-    std::replace(out.begin(), out.end() - 1, '\n', ' ');
-    [[maybe_unused]] const auto n = ::write(STDOUT_FILENO, out.data(), out.size());
-}
 
 Pool<std::string, std::string> identity_pool(std::string name) {
     return Pool<std::string, std::string>(std::move(name))

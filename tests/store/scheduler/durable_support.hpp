@@ -92,11 +92,6 @@ std::map<std::uint64_t, std::tuple<TaskStatus, std::uint32_t, std::int64_t>> tas
 
 // ---- processes ----------------------------------------------------------------
 
-/// A child's report to its parent: one line on stdout, a pipe, in one
-/// write (a SIGKILL loses whole lines only); line breaks inside become
-/// spaces.
-void say(const std::string& line);
-
 /// Pool "p" of `workers` slots whose attempts answer "<payload>!" once
 /// `gate` is ready (waited for on the blocking pool): a leader that took
 /// over changes nothing of what it recovered until the test opens it.
