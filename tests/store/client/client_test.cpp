@@ -19,6 +19,7 @@
 #include <atomic>
 #include <future>
 #include <set>
+#include <utility>
 
 using namespace std::chrono_literals;
 using namespace cronoq;
@@ -27,7 +28,7 @@ namespace {
 
 class ClientTest : public ::testing::TestWithParam<test::Backend> {};
 
-Task<std::string> task(const std::string& payload) { return Task<std::string>(payload).pool("p"); }
+Task<std::string> task(std::string payload) { return Task<std::string>(std::move(payload)).pool("p"); }
 
 }  // namespace
 
@@ -134,7 +135,7 @@ TEST_P(ClientTest, APayloadLargerThanTheStoreAcceptsIsInvalid) {
     try {
         // About 1 GB on SQLite: moved into the task, not copied (the encoding
         // is the one copy the submit makes).
-        client.submit(Task<std::string>(std::string(limit + 1, 'x')).pool("p"));
+        client.submit(task(std::string(limit + 1, 'x')));
         ADD_FAILURE() << "a payload over the store's limit was accepted";
     } catch (const SubmitException& e) {
         EXPECT_EQ(e.error(), SubmitError::Invalid);
