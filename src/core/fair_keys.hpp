@@ -12,7 +12,7 @@
 // dense bucket line and then the name it matched, which the id is already
 // known by (the compare only confirms it, so the key's other lines start
 // loading while the name loads).
-#include "fair_queue.hpp"  // FairKeyId
+#include "fair_key_id.hpp"
 #include "prefetch.hpp"
 #include "runtime/large_allocator.hpp"
 

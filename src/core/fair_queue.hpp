@@ -14,7 +14,7 @@
 // Why tags and not deficit round robin: weights are any positive real, a
 // weight change applies from the next dispatch without rounding a quantum,
 // and the order between keys is a heap, O(log active keys) per decision
-// (with equal weights a rotation beside it: O(1), see `enqueue`).
+// (with equal weights a rotation beside it: O(1), fair_order.hpp).
 //
 // A key holds state only while it has entries (ready tasks, or stale
 // entries not yet dropped); its state goes when its last entry is taken.
@@ -33,6 +33,8 @@
 // Entries are removed lazily, as in the ready queue: an entry whose task
 // left the Ready state is dropped when it reaches its key's front.
 #include "dense_key_index.hpp"
+#include "fair_key_id.hpp"
+#include "fair_order.hpp"
 #include "prefetch.hpp"
 #include "queue_ref.hpp"
 #include "ring.hpp"
@@ -45,9 +47,6 @@
 #include <vector>
 
 namespace cronoq::core::detail {
-
-/// A fair key, interned per engine; 0 is the key "".
-using FairKeyId = std::uint32_t;
 
 class FairQueue {
 public:
@@ -70,11 +69,8 @@ public:
     /// change: what the next decision will likely read.
     std::optional<std::uint32_t> peek() const {
         if (alone()) return lone().fifo.empty() ? std::nullopt : std::optional(lone().fifo.front().slot);
-        if (no_order()) return std::nullopt;
-        // A stale entry's state may be another key's now: a hint still.
-        const KeyQueue& k = state_of(top());
-        if (k.fifo.empty()) return std::nullopt;
-        return k.fifo.front().slot;
+        if (known_) return known_front_.slot;
+        return peek_ordered();
     }
 
     /// The slot at the front of the key with the least tag among the keys
@@ -83,24 +79,52 @@ public:
     template <class Live>
     std::optional<std::uint32_t> head(Live&& live) {
         if (alone()) return unkeyed_head(live);
-        while (!no_order()) {
-            const HeapEntry first = top();
+        // Every decision of the pool compares this head with the other
+        // classes', but most take another class's task: the order and the
+        // front of the key on top stay as they were, and the walk to them
+        // (the order's top, the key's state, its ring, each a load waiting
+        // on the one before) would only find the same front again.
+        if (known_ && live(known_front_)) return known_front_.slot;
+        return head_ordered(live);
+    }
+
+private:
+    // `head` and `peek` among keys in the order, when the front on top is
+    // not known: out of line, as `pop_ordered` is.
+    template <class Live>
+    [[gnu::noinline]] std::optional<std::uint32_t> head_ordered(Live& live) {
+        known_ = false;
+        while (!order_.empty()) {
+            const OrderEntry first = order_.top();
             KeyQueue* k = &state_of(first);
             if (k->live_order != first.order || k->parked) {
-                pop_top();
+                order_.pop_top();
                 continue;
             }
             while (!k->fifo.empty() && !live(k->fifo.front())) {
                 k->fifo.pop_front();
                 --entries_;
             }
-            if (!k->fifo.empty()) return k->fifo.front().slot;
-            pop_top();
+            if (!k->fifo.empty()) {
+                known_front_ = k->fifo.front();
+                known_ = true;
+                return known_front_.slot;
+            }
+            order_.pop_top();
             erase(first.key);
             if (alone()) return unkeyed_head(live);  // the last key went: "" left the heap
         }
         return std::nullopt;
     }
+    [[gnu::noinline]] std::optional<std::uint32_t> peek_ordered() const {
+        if (order_.empty()) return std::nullopt;
+        // A stale entry's state may be another key's now: a hint still.
+        const KeyQueue& k = state_of(order_.top());
+        if (k.fifo.empty()) return std::nullopt;
+        return k.fifo.front().slot;
+    }
+
+public:
 
     /// The longest-waiting front among the keys that compete (`older(a, b)`:
     /// slot a waited longer than b), dropping stale fronts on the way. A
@@ -117,7 +141,7 @@ public:
             if (!k.fifo.empty()) best = k.fifo.front().slot;
             return best;
         }
-        const auto consider = [&](const HeapEntry& e) {
+        const auto consider = [&](const OrderEntry& e) {
             KeyQueue* k = &state_of(e);
             if (k->live_order != e.order || k->parked) return;
             // Emptied here, the key stays until `head` reaches its entry.
@@ -126,8 +150,8 @@ public:
             const std::uint32_t slot = k->fifo.front().slot;
             if (!best || older(slot, *best)) best = slot;
         };
-        for (const HeapEntry& e : heap_) consider(e);
-        for (std::size_t i = 0; i < rotation_.size(); ++i) consider(rotation_[i]);
+        for (const OrderEntry& e : order_.heap()) consider(e);
+        for (std::size_t i = 0; i < order_.rotation().size(); ++i) consider(order_.rotation()[i]);
         return best;
     }
 
@@ -152,36 +176,23 @@ private:
     // `pop` among keys in the order: out of line, so that a class of one
     // key (every class of a pool without keys) inlines only the lines above.
     [[gnu::noinline]] std::uint32_t pop_ordered() {
-        const bool from_rotation = top_in_rotation();
-        const FairKeyId key = top().key;
-        const std::uint32_t state = top().state;
-        KeyQueue& k = state_of(top());
+        known_ = false;
+        const FairKeyId key = order_.top().key;
+        const std::uint32_t state = order_.top().state;
+        KeyQueue& k = state_of(order_.top());
         const std::uint32_t slot = k.fifo.front().slot;
         k.fifo.pop_front();
         --entries_;
         vtime_ = k.finish;
         if (k.fifo.empty()) {
-            pop_top();
+            order_.pop_top();
             erase(key);
             prefetch_rotation();
             return slot;
         }
         k.finish += k.step;
         k.live_order = next_order_++;
-        const HeapEntry next{k.finish, k.live_order, key, state};
-        if (from_rotation) {
-            rotation_.pop_front();
-            enqueue(next);
-            prefetch_rotation();
-        } else if (fits_rotation(next)) {
-            pop_heap();
-            rotation_.push_back(next);
-        } else {
-            // Its entry on top takes the grown tag and sinks: one pass
-            // down, where a pop and a push would go down and then up.
-            heap_.front() = next;
-            sift_down(0);
-        }
+        if (order_.retag_top(OrderEntry{k.finish, k.live_order, key, state})) prefetch_rotation();
         return slot;
     }
 
@@ -204,6 +215,7 @@ public:
     /// A key at its concurrency cap leaves the competition, keeping its
     /// tasks and its tag, without holding back the other keys.
     void park(FairKeyId key) {
+        known_ = false;
         if (KeyQueue* k = find(key)) k->parked = true;  // its heap entries go stale
     }
     /// Back in the competition, at no earlier tag than the virtual time.
@@ -251,23 +263,7 @@ private:
         std::uint64_t parked : 1 = 0;
     };
     static_assert(sizeof(KeyQueue) <= 64);
-    struct HeapEntry {
-        double finish;
-        std::uint64_t order;  // ties: the key that waited longest for its tag
-        FairKeyId key;
-        // Where the key's state was in the slab when the entry was made
-        // (in the padding): the order reaches a key's state without the
-        // index, whose line is one more load per decision. An entry whose
-        // order is not its state's `live_order` is stale, whoever holds
-        // that state now (orders are unique).
-        std::uint32_t state;
-    };
-    static_assert(sizeof(HeapEntry) == 24);
-    // Heap order: the least tag on top, then the earliest tagged.
-    static bool after(const HeapEntry& a, const HeapEntry& b) {
-        if (a.finish != b.finish) return a.finish > b.finish;
-        return a.order > b.order;
-    }
+    using OrderEntry = FairOrder::Entry;
 
     KeyQueue& key_queue(FairKeyId key) {
         if (key == 0) {
@@ -295,6 +291,7 @@ private:
     }
     const KeyQueue* find(FairKeyId key) const { return const_cast<FairQueue*>(this)->find(key); }
     void erase(FairKeyId key) {
+        known_ = false;
         if (key == 0) {
             unkeyed_.parked = false;
             return;  // its ring keeps its storage: the key "" is always there
@@ -306,8 +303,7 @@ private:
         // No keyed state left: what the heap holds is stale, or the entry
         // of "", which goes on outside it.
         if (alone()) {
-            heap_.clear();
-            rotation_.clear();
+            order_.clear();
         }
         // A small ring keeps its storage for the next key that takes the
         // entry: a key that comes and goes (one task at a time in a class)
@@ -371,36 +367,15 @@ private:
             --entries_;
         }
     }
+    // Inline into `head` always: the path of every class of one key.
     template <class Live>
-    std::optional<std::uint32_t> unkeyed_head(Live& live) {
+    [[gnu::always_inline]] std::optional<std::uint32_t> unkeyed_head(Live& live) {
         KeyQueue& k = lone();
         if (k.parked) return std::nullopt;
         drop_stale(k, live);
         if (!k.fifo.empty()) return k.fifo.front().slot;
         if (solo_key_ != 0) drop_solo();
         return std::nullopt;
-    }
-    // The heap is 4-ary: a served key's tag grows past every other, so it
-    // sinks to the bottom on most decisions; four children per level halve
-    // the levels it passes (and their cache lines) against a binary heap.
-    static constexpr std::size_t arity = 4;
-
-    // The order between keys is the heap and the rotation together: the
-    // rotation is a FIFO of entries in increasing order, taking an entry
-    // only when it comes after its back. With equal weights a served key's
-    // grown tag, and a key that becomes active, always does: keys then go
-    // round in turn through a ring read front to back, and a decision sifts
-    // nothing through a heap of every active key (one cache line or more per
-    // level, out of cache with thousands of keys). The heap takes the
-    // entries that would pass the rotation's back (unequal weights).
-    bool no_order() const { return heap_.empty() && rotation_.empty(); }
-    bool top_in_rotation() const {
-        return !rotation_.empty() && (heap_.empty() || !after(rotation_.front(), heap_.front()));
-    }
-    const HeapEntry& top() const { return top_in_rotation() ? rotation_.front() : heap_.front(); }
-    void pop_top() {
-        if (top_in_rotation()) return rotation_.pop_front();
-        pop_heap();
     }
     // Keys in the rotation are served in its order, so the lines of the
     // next decisions can load ahead in stages, each from a line loaded
@@ -412,66 +387,30 @@ private:
     // here, so a check in `peek` (after every decision of every class)
     // for a changed front was a branch the processor could not predict.
     void prefetch_rotation() const {
-        const std::size_t n = rotation_.size();
+        const Ring<OrderEntry>& rotation = order_.rotation();
+        const std::size_t n = rotation.size();
         if (n > 2) {
-            const char* state = reinterpret_cast<const char*>(&state_of(rotation_[2]));
+            const char* state = reinterpret_cast<const char*>(&state_of(rotation[2]));
             prefetch(state);
             prefetch(state + sizeof(KeyQueue) - 1);
         }
         if (n > 1) {
-            const KeyQueue& k = state_of(rotation_[1]);
+            const KeyQueue& k = state_of(rotation[1]);
             if (!k.fifo.empty()) prefetch(&k.fifo.front());
         }
     }
-    bool fits_rotation(const HeapEntry& e) const { return rotation_.empty() || !after(rotation_.back(), e); }
     // A keyed state enters the order only from the slab: the solo key's
     // (kept aside) never competes, since a second key promotes it first.
     void enqueue(FairKeyId key, KeyQueue& k) {
         assert(key == 0 || (key != solo_key_ && &k >= &states_[0] && &k < &states_[0] + states_.size()));
         k.live_order = next_order_++;
         const auto state = key == 0 ? std::uint32_t{0} : static_cast<std::uint32_t>(&k - &states_[0]);
-        enqueue(HeapEntry{k.finish, k.live_order, key, state});
+        known_ = false;  // the new entry may come first
+        order_.push(OrderEntry{k.finish, k.live_order, key, state});
     }
     // The state an entry of the order names (stale or not).
-    KeyQueue& state_of(const HeapEntry& e) { return e.key == 0 ? unkeyed_ : states_[e.state]; }
-    const KeyQueue& state_of(const HeapEntry& e) const { return e.key == 0 ? unkeyed_ : states_[e.state]; }
-    void enqueue(const HeapEntry& e) {
-        if (fits_rotation(e)) return rotation_.push_back(e);
-        heap_.push_back(e);
-        sift_up(heap_.size() - 1);
-    }
-    void pop_heap() {
-        heap_.front() = heap_.back();
-        heap_.pop_back();
-        if (!heap_.empty()) sift_down(0);
-    }
-    void sift_up(std::size_t at) {
-        const HeapEntry moving = heap_[at];
-        while (at > 0) {
-            const std::size_t parent = (at - 1) / arity;
-            if (!after(heap_[parent], moving)) break;
-            heap_[at] = heap_[parent];
-            at = parent;
-        }
-        heap_[at] = moving;
-    }
-    // Restores the heap below `at` after its entry's tag grew.
-    void sift_down(std::size_t at) {
-        const std::size_t n = heap_.size();
-        const HeapEntry moving = heap_[at];
-        for (;;) {
-            const std::size_t first = arity * at + 1;
-            if (first >= n) break;
-            std::size_t best = first;
-            const std::size_t last = std::min(first + arity, n);
-            for (std::size_t c = first + 1; c < last; ++c)
-                if (after(heap_[best], heap_[c])) best = c;
-            if (!after(moving, heap_[best])) break;
-            heap_[at] = heap_[best];
-            at = best;
-        }
-        heap_[at] = moving;
-    }
+    KeyQueue& state_of(const OrderEntry& e) { return e.key == 0 ? unkeyed_ : states_[e.state]; }
+    const KeyQueue& state_of(const OrderEntry& e) const { return e.key == 0 ? unkeyed_ : states_[e.state]; }
 
     static constexpr std::size_t small_ring = 16;
     KeyQueue unkeyed_;
@@ -488,8 +427,13 @@ private:
     // that the admission can start loading it beside the key's state
     // (`prefetch_key`); a hint only, never written through.
     std::vector<const QueueRef*> back_;
-    std::vector<HeapEntry> heap_;
-    Ring<HeapEntry> rotation_;
+    FairOrder order_;
+    // The front of the key on top, as `head` last found it live (`head`):
+    // good until the order or that front changes, so every change to the
+    // order (`enqueue`, `pop_ordered`, `park`, `erase`) forgets it. A task
+    // that leaves the Ready state makes it stale, which `head` checks.
+    QueueRef known_front_{};
+    bool known_ = false;
     double vtime_ = 0;
     std::uint64_t next_order_ = 0;
     std::size_t entries_ = 0;

@@ -5,6 +5,7 @@
 //                                        replacement submission per iteration
 //   BM_EngineDispatchCompleteFair/<backlog>  the same, the tasks spread over
 //                                        10 000 fair keys (all active)
+//   BM_EngineDispatchCompleteFairFewKeys/<backlog>  the same over 100 keys
 //   BM_EngineSubmit                      submissions into a growing queue
 //   BM_EngineMemoryPerTask               resident bytes per queued task
 //   BM_EngineMemoryPerTaskFair           the same over 10 000 fair keys
@@ -146,6 +147,10 @@ BENCHMARK(BM_EngineDispatchComplete)->Arg(1000)->Arg(100000)->Arg(1000000);
 // active keys costs a decision (docs/design.md#fair-sharing).
 void BM_EngineDispatchCompleteFair(benchmark::State& state) { dispatch_complete(state, fair_keys); }
 BENCHMARK(BM_EngineDispatchCompleteFair)->Arg(100000);
+// The same over 100 keys, whose state stays in cache: what the fair order
+// itself costs a decision, without the misses of 10 000 keys' state.
+void BM_EngineDispatchCompleteFairFewKeys(benchmark::State& state) { dispatch_complete(state, 100); }
+BENCHMARK(BM_EngineDispatchCompleteFairFewKeys)->Arg(100000);
 
 // ---- BM_EngineSubmit ----------------------------------------------------------
 

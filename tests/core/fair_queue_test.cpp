@@ -23,8 +23,12 @@ struct Fixture {
         q.push(key, weight, QueueRef{slot, 0});
         return slot;
     }
+    // The next task, left in place (a decision that took another class's).
+    std::optional<std::uint32_t> head() {
+        return q.head([this](QueueRef r) { return !dead.count(r.slot); });
+    }
     std::optional<std::uint32_t> take() {
-        auto slot = q.head([this](QueueRef r) { return !dead.count(r.slot); });
+        auto slot = head();
         if (slot) q.pop();
         return slot;
     }
@@ -261,6 +265,40 @@ TEST(FairQueue, AKeyAloneKeepsItsTagWhenOthersArriveAndLeavesNoState) {
     EXPECT_EQ(f.take(), std::nullopt);
     EXPECT_EQ(f.q.keys(), 0u);
     EXPECT_EQ(f.q.entries(), 0u);
+}
+
+// A decision that takes another class's task leaves this class as it was:
+// the head remembers the front of the key on top (fair_queue.hpp,
+// `known_front_`) and must find it again after every change between two.
+TEST(FairQueue, TheHeadFollowsEveryChangeBetweenTwoLooks) {
+    Fixture f;
+    const auto a1 = f.add(1);  // tag 1
+    const auto a2 = f.add(1);
+    const auto b1 = f.add(2, 0.5);  // tag 2
+    f.add(2, 0.5);
+    EXPECT_EQ(f.head(), a1);
+    EXPECT_EQ(f.q.peek(), a1);
+    f.add(1);  // behind its key's tasks: no change on top
+    EXPECT_EQ(f.head(), a1);
+    f.dead.insert(a1);  // left Ready: the key's next task
+    EXPECT_EQ(f.head(), a2);
+    f.q.park(1);
+    EXPECT_EQ(f.head(), b1);
+    f.q.unpark(1);  // back at tag 1, ahead of key 2
+    EXPECT_EQ(f.head(), a2);
+    const auto c1 = f.add(3, 4.0);  // a new key at tag 0.25 goes first
+    EXPECT_EQ(f.head(), c1);
+    EXPECT_EQ(f.q.peek(), c1);
+    f.q.charge(3);
+    f.q.charge(3);
+    f.q.charge(3);
+    f.q.charge(3);  // at 1.25 now: behind key 1
+    EXPECT_EQ(f.head(), a2);
+    EXPECT_EQ(f.take(), a2);
+    EXPECT_EQ(f.head(), c1);
+    f.dead.insert(c1);  // key 3's only task: its state goes at the next look
+    EXPECT_NE(f.head(), c1);
+    EXPECT_EQ(f.q.keys(), 2u);
 }
 
 }  // namespace
