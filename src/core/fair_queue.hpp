@@ -428,7 +428,7 @@ private:
     // (`prefetch_key`); a hint only, never written through.
     std::vector<const QueueRef*> back_;
     FairOrder order_;
-    // The front of the key on top, as `head` last found it live (`head`):
+    // The front of the key on top, as `head` last found it live:
     // good until the order or that front changes, so every change to the
     // order (`enqueue`, `pop_ordered`, `park`, `erase`) forgets it. A task
     // that leaves the Ready state makes it stale, which `head` checks.
